@@ -1,0 +1,134 @@
+"""Per-run settings (LangGraph `context_schema`): models, thresholds, limits and prompt overrides."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from grounded_agent.prompts.answer import ANSWER_SYSTEM
+from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
+from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
+from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
+from grounded_agent.schemas import SOURCE_NAMES, SourceName
+
+MAX_ATTEMPTS = 2
+"""Hard cap on attempts per question; Context may lower it, never raise it."""
+
+
+def default_sources() -> list[SourceName]:
+    """GROUNDED_AGENT_SOURCES (comma-separated) or the knowledge base alone."""
+    raw = os.environ.get("GROUNDED_AGENT_SOURCES", "")
+    return parse_sources(raw) if raw.strip() else ["knowledge_base"]
+
+
+def parse_sources(raw: str | list[str]) -> list[SourceName]:
+    """Validates a source list; raises ValueError naming the unknown entries."""
+    items = [s.strip() for s in (raw.split(",") if isinstance(raw, str) else raw) if s.strip()]
+    unknown = [s for s in items if s not in SOURCE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown source(s): {', '.join(unknown)}; choose from {', '.join(SOURCE_NAMES)}")
+    out: list[SourceName] = []
+    for s in items:
+        if s not in out:
+            out.append(s)  # type: ignore[arg-type]
+    if not out:
+        raise ValueError("at least one source is needed")
+    return out
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings for one run. Every field has a default and a description so Studio can show it."""
+
+    model: str = field(
+        default_factory=lambda: _env("GROUNDED_AGENT_MODEL", "gpt-4o-mini"),
+        metadata={"description": "Chat model name at the OpenAI-compatible endpoint."},
+    )
+    sources: list[str] = field(
+        default_factory=lambda: list(default_sources()),
+        metadata={"description": "Sources searched when the input names none."},
+    )
+    found_threshold: float = field(
+        default=0.75,
+        metadata={"description": "Calibrated relevance at or above which a passage answers."},
+    )
+    low_threshold: float = field(
+        default=0.55,
+        metadata={"description": "Calibrated relevance below which a passage does not count."},
+    )
+    max_attempts: int = field(
+        default=MAX_ATTEMPTS,
+        metadata={"description": "Attempts per question (1 or 2; 2 is the hard cap)."},
+    )
+    top_k: int = field(default=5, metadata={"description": "Passages fetched per source call."})
+    max_tool_calls_per_attempt: int = field(
+        default=3, metadata={"description": "Tool calls executed per attempt; extra calls are rejected."}
+    )
+    max_model_rounds: int = field(
+        default=4, metadata={"description": "Model calls allowed per question, all nodes together."}
+    )
+    token_budget: int = field(
+        default=24_000,
+        metadata={"description": "Input plus output tokens per question; past it the agent stops asking the model."},
+    )
+    time_budget_s: float = field(
+        default=45.0, metadata={"description": "Wall-clock budget per question, in seconds."}
+    )
+    tool_timeout_s: float = field(
+        default=12.0, metadata={"description": "Timeout of one source call, in seconds."}
+    )
+    stale_after_days: int = field(
+        default=182, metadata={"description": "A cited document older than this gets a stale_source warning."}
+    )
+    wikipedia_language: str = field(
+        default="en", metadata={"description": "Language edition of Wikipedia searched."}
+    )
+    call_tools_system_prompt: str = field(
+        default=CALL_TOOLS_SYSTEM, metadata={"description": "System prompt of the tool-calling step."}
+    )
+    score_confidence_system_prompt: str = field(
+        default=SCORE_CONFIDENCE_SYSTEM,
+        metadata={"description": "System prompt of the confidence judgement."},
+    )
+    reformulate_query_system_prompt: str = field(
+        default=REFORMULATE_QUERY_SYSTEM,
+        metadata={"description": "System prompt of the query rewrite."},
+    )
+    answer_system_prompt: str = field(
+        default=ANSWER_SYSTEM, metadata={"description": "System prompt of the answer step."}
+    )
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.low_threshold <= self.found_threshold <= 1.0:
+            raise ValueError("thresholds must satisfy 0 <= low_threshold <= found_threshold <= 1")
+        self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
+        self.sources = list(parse_sources(self.sources))
+        for name in ("top_k", "max_tool_calls_per_attempt", "max_model_rounds", "token_budget"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+    @property
+    def attempt_cap(self) -> int:
+        return max(1, min(self.max_attempts, MAX_ATTEMPTS))
+
+
+# Keys a remote client may set through config["configurable"]; prompts and budgets stay server-side.
+CLIENT_CONFIGURABLE: frozenset[str] = frozenset(
+    {"model", "sources", "found_threshold", "low_threshold", "top_k", "wikipedia_language", "max_attempts"}
+)
+
+
+def context_from_config(
+    configurable: dict[str, Any] | None, *, allowed: frozenset[str] | None = None
+) -> Context:
+    """One place that builds a Context from config["configurable"] (LangServe passes no context)."""
+    names = {f.name for f in fields(Context)}
+    allow = names if allowed is None else names & allowed
+    kwargs = {k: v for k, v in (configurable or {}).items() if k in allow}
+    return Context(**kwargs)
+

@@ -1,0 +1,226 @@
+"""Pydantic models at the edges: what a tool reports, what a citation holds, what a user gets."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SourceName = Literal["knowledge_base", "wikipedia", "web"]
+SOURCE_NAMES: tuple[SourceName, ...] = ("knowledge_base", "wikipedia", "web")
+
+OutcomeStatus = Literal["found", "low_relevance", "not_found", "error"]
+ErrorKind = Literal["timeout", "rate_limit", "auth", "config", "unavailable", "bad_response", "unknown"]
+Coverage = Literal["complete", "partial", "unavailable"]
+
+AnswerStatus = Literal["answered", "answered_with_caveat", "partial", "not_found", "unavailable"]
+ConfidenceLevel = Literal["HIGH", "MEDIUM", "LOW", "NOT_RELEVANT"]
+WarningKind = Literal[
+    "stale_source",
+    "low_relevance",
+    "source_unavailable",
+    "citation_removed",
+    "unsupported_sentence",
+    "rejected_tool_call",
+    "budget_exhausted",
+    "offline_mode",
+]
+
+
+class Finding(BaseModel):
+    """One retrieved passage with everything needed to cite it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: SourceName
+    source_id: str = Field(description="Stable id of the cited document: doc_id, page URL.")
+    title: str
+    text: str
+    section: str | None = None
+    version: str | None = None
+    page: int | None = None
+    url: str | None = None
+    document_date: date | None = None
+    indexed_at: datetime | None = None
+    language: str | None = None
+    chunk_index: int | None = None
+    score: float = Field(ge=0.0, le=1.0, description="Calibrated relevance: >=0.75 answers, <0.55 not.")
+    raw_score: float | None = Field(default=None, description="The backend's own score (cosine...).")
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Identity of the passage, to deduplicate findings across attempts."""
+        return f"{self.source}:{self.source_id}:{self.chunk_index if self.chunk_index is not None else ''}"
+
+
+class ToolOutcome(BaseModel):
+    """What one source call produced. Status and coverage are facts apart from the findings.
+
+    `finding_count` is a number only when the read completed: an unfinished read cannot say how
+    many findings there are, and must never be taken for zero.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    source: SourceName
+    query: str
+    status: OutcomeStatus
+    coverage: Coverage
+    error_kind: ErrorKind | None = None
+    finding_count: int | None = None
+    items: list[Finding] = Field(default_factory=list)
+    detail: str | None = Field(default=None, description="Technical detail for logs, never for users.")
+    elapsed_ms: float = 0.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolOutcome:
+        if self.status == "error":
+            if self.error_kind is None:
+                raise ValueError("an error outcome needs an error_kind")
+            if self.coverage == "complete":
+                raise ValueError("an error outcome cannot have complete coverage")
+            if self.finding_count is not None:
+                raise ValueError("an error outcome has no finding_count")
+        else:
+            if self.error_kind is not None:
+                raise ValueError("error_kind is only for error outcomes")
+        if self.coverage != "complete" and self.finding_count is not None:
+            raise ValueError("finding_count is only known when the read completed")
+        if self.status in ("found", "low_relevance") and not self.items:
+            raise ValueError(f"a {self.status} outcome needs items")
+        return self
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "error"
+
+    @property
+    def best_score(self) -> float | None:
+        return max((i.score for i in self.items), default=None)
+
+    @classmethod
+    def error(
+        cls,
+        source: SourceName,
+        query: str,
+        kind: ErrorKind,
+        detail: str | None = None,
+        *,
+        elapsed_ms: float = 0.0,
+    ) -> ToolOutcome:
+        return cls(
+            source=source,
+            query=query,
+            status="error",
+            coverage="unavailable",
+            error_kind=kind,
+            detail=detail,
+            elapsed_ms=elapsed_ms,
+        )
+
+    @classmethod
+    def from_items(
+        cls,
+        source: SourceName,
+        query: str,
+        items: list[Finding],
+        *,
+        found_threshold: float = 0.75,
+        low_threshold: float = 0.55,
+        elapsed_ms: float = 0.0,
+    ) -> ToolOutcome:
+        """A completed read, classified by its best relevance score."""
+        ranked = sorted(items, key=lambda i: i.score, reverse=True)
+        return cls(
+            source=source,
+            query=query,
+            status=classify(ranked, found_threshold, low_threshold),
+            coverage="complete",
+            finding_count=len(ranked),
+            items=ranked,
+            elapsed_ms=elapsed_ms,
+        )
+
+
+def classify(items: list[Finding], found_threshold: float, low_threshold: float) -> OutcomeStatus:
+    """found / low_relevance / not_found by the best calibrated score of a completed read."""
+    best = max((i.score for i in items), default=None)
+    if best is None or best < low_threshold:
+        return "not_found"
+    return "found" if best >= found_threshold else "low_relevance"
+
+
+class Citation(BaseModel):
+    n: int
+    source: SourceName
+    source_id: str
+    title: str
+    section: str | None = None
+    version: str | None = None
+    url: str | None = None
+    document_date: date | None = None
+    indexed_at: datetime | None = None
+    score: float
+
+
+class Confidence(BaseModel):
+    """The confidence judgement over all collected evidence (one structured call, or local)."""
+
+    level: ConfidenceLevel | None = None
+    reason: str = ""
+    can_answer: bool = False
+
+
+class ConfidenceJudgement(BaseModel):
+    """Structured output the model returns when asked how well the evidence answers the question."""
+
+    level: ConfidenceLevel = Field(
+        description="HIGH: the evidence states the answer. MEDIUM: it supports an answer with gaps. "
+        "LOW: related but does not answer. NOT_RELEVANT: about something else."
+    )
+    reason: str = Field(description="One sentence naming what in the evidence decides the level.")
+    can_answer: bool = Field(description="True only if the evidence alone answers the question.")
+
+
+class SourceReport(BaseModel):
+    source: SourceName
+    status: OutcomeStatus
+    coverage: Coverage
+    error_kind: ErrorKind | None = None
+    finding_count: int | None = None
+
+
+class AgentWarning(BaseModel):
+    kind: WarningKind
+    detail: str
+
+
+class TrailStep(BaseModel):
+    node: str
+    attempt: int
+    decision: str
+    detail: str = ""
+
+
+class Usage(BaseModel):
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class AgentResult(BaseModel):
+    """The public output contract; `model_dump(mode="json")` is the CLI's --json object."""
+
+    question: str
+    status: AnswerStatus
+    answer: str
+    citations: list[Citation] = Field(default_factory=list)
+    confidence: Confidence = Field(default_factory=Confidence)
+    attempts: int = 1
+    queries: list[str] = Field(default_factory=list)
+    sources: list[SourceReport] = Field(default_factory=list)
+    warnings: list[AgentWarning] = Field(default_factory=list)
+    trail: list[TrailStep] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)

@@ -1,0 +1,32 @@
+"""Shared test setup: offline by default, no API keys leaking in from the developer's shell."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SQUAD = SHARED / "eval" / "squad"
+
+
+@pytest.fixture(autouse=True)
+def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see real keys or hub downloads; each test sets the keys it needs."""
+    for name in ("OPENAI_API_KEY", "TAVILY_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.setenv("LANGSMITH_TRACING", "false")
+
+
+def squad_path(name: str) -> Path:
+    """A file of ../shared/eval/squad, or a skip naming why: a user's clone has no ../shared."""
+    path = SQUAD / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (evaluation data lives outside the project, in ../shared)")
+    return path
+
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
