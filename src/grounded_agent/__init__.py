@@ -1,0 +1,33 @@
+"""grounded-agent: answers only from evidence it retrieved, and cites every claim to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grounded_agent.api import aask, ask, astream
+from grounded_agent.context import Context
+from grounded_agent.graph.builder import build_graph
+from grounded_agent.schemas import AgentResult, Citation, Finding, InvalidQuestion, ToolOutcome
+
+__all__ = [
+    "AgentResult",
+    "Citation",
+    "Context",
+    "Finding",
+    "InvalidQuestion",
+    "ToolOutcome",
+    "aask",
+    "agent",
+    "ask",
+    "astream",
+    "build_graph",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """`agent`, the default compiled graph, is built on first access, not at import."""
+    if name == "agent":
+        from grounded_agent.graph.agent import agent
+
+        return agent
+    raise AttributeError(name)

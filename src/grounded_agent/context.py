@@ -70,7 +70,11 @@ class Context:
         default=3, metadata={"description": "Tool calls executed per attempt; extra calls are rejected."}
     )
     max_model_rounds: int = field(
-        default=4, metadata={"description": "Model calls allowed per question, all nodes together."}
+        default=4, metadata={"description": "Tool-calling model rounds per question."}
+    )
+    max_model_calls: int = field(
+        default=5,
+        metadata={"description": "Model calls per question, all nodes together (5 is the hard cap)."},
     )
     token_budget: int = field(
         default=24_000,
@@ -108,7 +112,9 @@ class Context:
             raise ValueError("thresholds must satisfy 0 <= low_threshold <= found_threshold <= 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
         self.sources = list(parse_sources(self.sources))
-        for name in ("top_k", "max_tool_calls_per_attempt", "max_model_rounds", "token_budget"):
+        for name in (
+            "top_k", "max_tool_calls_per_attempt", "max_model_rounds", "max_model_calls", "token_budget"
+        ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1")
 

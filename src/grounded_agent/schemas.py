@@ -224,3 +224,24 @@ class AgentResult(BaseModel):
     warnings: list[AgentWarning] = Field(default_factory=list)
     trail: list[TrailStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+
+
+MAX_QUESTION_CHARS = 4000
+
+
+class InvalidQuestion(ValueError):
+    """Input the agent refuses before any model or tool call; the message is safe to show."""
+
+
+def validate_question(raw: object) -> str:
+    """The stripped question, or InvalidQuestion saying what is wrong with it."""
+    if not isinstance(raw, str):
+        raise InvalidQuestion("question must be a text")
+    question = raw.strip()
+    if not question:
+        raise InvalidQuestion("question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InvalidQuestion(
+            f"question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}"
+        )
+    return question

@@ -1,0 +1,1 @@
+"""Graph wiring (builder) and pure routing functions."""

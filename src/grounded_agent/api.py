@@ -1,0 +1,86 @@
+"""The Python API: ask / aask return the public AgentResult; astream shows progress per node."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from grounded_agent.context import Context, parse_sources
+from grounded_agent.schemas import AgentResult, InvalidQuestion, validate_question
+
+
+def _inputs(question: str, sources: list[str] | str | None, language: str | None) -> dict[str, Any]:
+    """Validates before any model or tool call, so bad input costs nothing and loses nothing."""
+    payload: dict[str, Any] = {"question": validate_question(question)}
+    if sources:
+        try:
+            payload["sources"] = list(parse_sources(sources))
+        except ValueError as exc:
+            raise InvalidQuestion(str(exc)) from exc
+    if language:
+        payload["language"] = language
+    return payload
+
+
+def _config(thread_id: str | None) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}} if thread_id else {}
+
+
+def _graph(graph: CompiledStateGraph[Any, Any, Any, Any] | None) -> CompiledStateGraph[Any, Any, Any, Any]:
+    if graph is not None:
+        return graph
+    from grounded_agent.graph.agent import agent
+
+    return agent
+
+
+async def aask(
+    question: str,
+    *,
+    sources: list[str] | str | None = None,
+    language: str | None = None,
+    context: Context | None = None,
+    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+    thread_id: str | None = None,
+) -> AgentResult:
+    """Answers one question; raises InvalidQuestion for input the agent refuses."""
+    payload = _inputs(question, sources, language)
+    out = await _graph(graph).ainvoke(payload, config=_config(thread_id), context=context or Context())
+    return AgentResult.model_validate(out)
+
+
+def ask(
+    question: str,
+    *,
+    sources: list[str] | str | None = None,
+    language: str | None = None,
+    context: Context | None = None,
+    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+    thread_id: str | None = None,
+) -> AgentResult:
+    """Blocking form of `aask`, for scripts and notebooks without a running event loop."""
+    return asyncio.run(
+        aask(question, sources=sources, language=language, context=context, graph=graph,
+             thread_id=thread_id)
+    )
+
+
+async def astream(
+    question: str,
+    *,
+    sources: list[str] | str | None = None,
+    language: str | None = None,
+    context: Context | None = None,
+    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+    thread_id: str | None = None,
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Yields (node, update) as each node finishes; the last update is the answer node's."""
+    payload = _inputs(question, sources, language)
+    async for chunk in _graph(graph).astream(
+        payload, config=_config(thread_id), context=context or Context(), stream_mode="updates"
+    ):
+        for node, update in chunk.items():
+            yield node, dict(update or {})

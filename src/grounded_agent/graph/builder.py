@@ -1,0 +1,73 @@
+"""Wiring only: nodes, edges and limits of the grounded answer graph."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from grounded_agent.context import Context
+from grounded_agent.deps import _AUTO, Deps
+from grounded_agent.graph.routing import route_after_confidence, route_after_grounding
+from grounded_agent.nodes.answer import answer
+from grounded_agent.nodes.call_tools import call_tools
+from grounded_agent.nodes.check_grounding import check_grounding
+from grounded_agent.nodes.prepare_question import prepare_question
+from grounded_agent.nodes.reformulate_query import reformulate_query
+from grounded_agent.nodes.score_confidence import score_confidence
+from grounded_agent.state import AgentState, InputState, OutputState
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.types import Checkpointer
+
+    from grounded_agent.schemas import SourceName
+    from grounded_agent.store import KnowledgeStore
+    from grounded_agent.tools.base import SourceTool
+
+RECURSION_LIMIT = 12
+"""Steps per run: 9 at most (two attempts) plus slack; the attempt cap is enforced in code too."""
+
+
+def build_graph(
+    *,
+    chat_model: BaseChatModel | None | Any = _AUTO,
+    store: KnowledgeStore | None = None,
+    tools: dict[SourceName, SourceTool] | None = None,
+    checkpointer: Checkpointer = None,
+    deps: Deps | None = None,
+) -> CompiledStateGraph[Any, Context, Any, Any]:
+    """The graph with its parts injected; anything not passed is built on first use.
+
+    chat_model=None forces offline mode; leaving it out picks ChatOpenAI when a key is set.
+    """
+    deps = deps or Deps(chat_model=chat_model, store=store, tools=tools)
+    builder = StateGraph(
+        AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    )
+    builder.add_node("prepare_question", partial(prepare_question, deps=deps))
+    builder.add_node("call_tools", partial(call_tools, deps=deps))
+    builder.add_node("check_grounding", check_grounding)
+    builder.add_node("score_confidence", partial(score_confidence, deps=deps))
+    builder.add_node("reformulate_query", partial(reformulate_query, deps=deps))
+    builder.add_node("answer", partial(answer, deps=deps))
+
+    # validate input and start a clean turn before anything is spent
+    builder.add_edge(START, "prepare_question")
+    # every turn starts with a search
+    builder.add_edge("prepare_question", "call_tools")
+    # every search result is classified before anyone reads it
+    builder.add_edge("call_tools", "check_grounding")
+    # usable -> score; nothing usable -> rewrite once; every source failed -> answer (unavailable)
+    builder.add_conditional_edges("check_grounding", route_after_grounding)
+    # HIGH/MEDIUM -> answer; LOW -> rewrite if an attempt is left; NOT_RELEVANT -> answer at once
+    builder.add_conditional_edges("score_confidence", route_after_confidence)
+    # a rewritten query goes back to the tools
+    builder.add_edge("reformulate_query", "call_tools")
+    # the answer ends the run
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=checkpointer, name="GroundedAgent").with_config(
+        recursion_limit=RECURSION_LIMIT
+    )

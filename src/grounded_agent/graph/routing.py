@@ -1,0 +1,35 @@
+"""Pure edge functions: they read state and name the next node, nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from grounded_agent.context import MAX_ATTEMPTS
+
+
+def can_requery(state: Mapping[str, Any]) -> bool:
+    """Another attempt is allowed and could help: a source was read and none of it was broken only."""
+    attempt = int(state.get("attempt") or 1)
+    cap = min(int(state.get("attempt_cap") or MAX_ATTEMPTS), MAX_ATTEMPTS)
+    if attempt >= cap:
+        return False
+    return any(o.get("status") != "error" for o in state.get("outcomes") or [])
+
+
+def route_after_grounding(
+    state: Mapping[str, Any],
+) -> Literal["score_confidence", "reformulate_query", "answer"]:
+    grounding = state.get("grounding")
+    if grounding == "usable":
+        return "score_confidence"
+    if grounding == "nothing_usable" and can_requery(state):
+        return "reformulate_query"
+    return "answer"  # every source failed, or the attempts are spent
+
+
+def route_after_confidence(state: Mapping[str, Any]) -> Literal["reformulate_query", "answer"]:
+    level = (state.get("confidence") or {}).get("level")
+    if level == "LOW" and can_requery(state):
+        return "reformulate_query"
+    return "answer"  # HIGH/MEDIUM answer; NOT_RELEVANT short-circuits: no rewrite finds a missing doc

@@ -1,0 +1,70 @@
+"""Small helpers the nodes share: trail entries, structured decision logs, the run's Context."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from grounded_agent.context import Context
+from grounded_agent.schemas import ToolOutcome
+
+log = logging.getLogger("grounded_agent.decisions")
+
+
+def ctx_of(runtime: Runtime[Context] | None) -> Context:
+    """The run's Context; callers that pass none (LangServe, bare invoke) get the defaults."""
+    ctx = getattr(runtime, "context", None) if runtime is not None else None
+    if isinstance(ctx, Context):
+        return ctx
+    if isinstance(ctx, dict):
+        from grounded_agent.context import context_from_config
+
+        return context_from_config(ctx)
+    return Context()
+
+
+def step(
+    state: dict[str, Any], node: str, decision: str, detail: str = "", **fields: Any
+) -> dict[str, Any]:
+    """A trail entry, and one structured log line for the same decision."""
+    attempt = int(state.get("attempt") or 1)
+    record = {
+        "run_id": state.get("run_id"),
+        "node": node,
+        "attempt": f"{attempt}/2",
+        "decision": decision,
+        **fields,
+    }
+    log.info(json.dumps(record, default=str, ensure_ascii=False))
+    return {"node": node, "attempt": attempt, "decision": decision, "detail": detail}
+
+
+def outcomes_of(state: dict[str, Any], attempt: int | None = None) -> list[ToolOutcome]:
+    """The tool outcomes in state, optionally of one attempt only."""
+    out = []
+    for raw in state.get("outcomes") or []:
+        if attempt is not None and raw.get("attempt") != attempt:
+            continue
+        out.append(ToolOutcome.model_validate(
+            {k: v for k, v in raw.items() if k not in ("attempt", "call_id")}
+        ))
+    return out
+
+
+_RANK = {"found": 3, "low_relevance": 2, "not_found": 1, "error": 0}
+
+
+def final_outcomes(state: dict[str, Any]) -> dict[str, ToolOutcome]:
+    """Per source, its most informative outcome over the attempts: what the source report shows.
+
+    A source read completely once stays read even if a later re-query fails.
+    """
+    best: dict[str, ToolOutcome] = {}
+    for outcome in outcomes_of(state):
+        held = best.get(outcome.source)
+        if held is None or _RANK[outcome.status] >= _RANK[held.status]:
+            best[outcome.source] = outcome
+    return best

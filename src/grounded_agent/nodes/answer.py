@@ -1,0 +1,183 @@
+"""Answer node: write (or extract) the answer from sources in state, check every citation, report."""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, timedelta
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from grounded_agent.citations import check_answer, extractive_draft
+from grounded_agent.context import Context
+from grounded_agent.deps import BudgetExhausted, Deps, ai_text, check_budget, usage_of
+from grounded_agent.nodes._common import ctx_of, final_outcomes, step
+from grounded_agent.prompts.answer import (
+    ANSWER_USER,
+    CAVEAT_TEXT,
+    NOT_FOUND_TEXT,
+    PARTIAL_TEXT,
+    STALE_TEXT,
+    UNAVAILABLE_TEXT,
+)
+from grounded_agent.schemas import Confidence, Finding, SourceReport, ToolOutcome
+
+log = logging.getLogger(__name__)
+
+SOURCE_LABELS = {"knowledge_base": "the knowledge base", "wikipedia": "Wikipedia", "web": "web search"}
+
+
+def _label(names: list[str]) -> str:
+    labels = [SOURCE_LABELS.get(n, n) for n in names]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def source_reports(requested: list[str], outcomes: dict[str, ToolOutcome]) -> list[SourceReport]:
+    """One line per requested source; a source never reached counts as unavailable, not empty."""
+    reports = []
+    for name in requested:
+        o = outcomes.get(name)
+        if o is None:
+            reports.append(SourceReport(source=name, status="error", coverage="unavailable",  # type: ignore[arg-type]
+                                        error_kind="unknown"))
+        else:
+            reports.append(SourceReport(source=o.source, status=o.status, coverage=o.coverage,
+                                        error_kind=o.error_kind, finding_count=o.finding_count))
+    return reports
+
+
+def format_sources(evidence: list[Finding]) -> str:
+    return "\n".join(
+        f'<source n="{n}" title="{f.title}"'
+        + (f' section="{f.section}"' if f.section else "")
+        + (f' date="{f.document_date}"' if f.document_date else "")
+        + f">\n{f.text}\n</source>"
+        for n, f in enumerate(evidence, 1)
+    )
+
+
+async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
+    ctx = ctx_of(runtime)
+    question = str(state["question"])
+    requested = list(state.get("requested") or [])
+    reports = source_reports(requested, final_outcomes(state))
+    failed = [r.source for r in reports if r.status == "error"]
+    worked = [r.source for r in reports if r.status != "error"]
+    evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
+    confidence = Confidence.model_validate(state.get("confidence") or {})
+    queries = list(state.get("queries") or [])
+    warnings: list[dict[str, Any]] = [
+        {"kind": "source_unavailable",
+         "detail": f"{SOURCE_LABELS.get(r.source, r.source)} could not be searched ({r.error_kind})"}
+        for r in reports if r.status == "error"
+    ]
+    usage: dict[str, int] = {}
+    trail: list[dict[str, Any]] = []
+    usable = bool(evidence) and confidence.can_answer and confidence.level in ("HIGH", "MEDIUM")
+
+    text, citations = "", []
+    if usable:
+        draft, how = "", "extractive"
+        model = deps.model(ctx)
+        if model is not None:
+            try:
+                check_budget(state, ctx)
+                reply = await model.ainvoke(
+                    [
+                        SystemMessage(ctx.answer_system_prompt.format(
+                            language=state.get("language") or "the language of the question")),
+                        HumanMessage(ANSWER_USER.format(question=question,
+                                                        sources=format_sources(evidence))),
+                    ]
+                )
+                usage = usage_of(reply)
+                draft, how = ai_text(reply), "model"
+            except BudgetExhausted as exc:
+                warnings.append({"kind": "budget_exhausted", "detail": "answer extracted without the model"})
+                trail.append(step(state, "answer", "budget_exhausted", str(exc)))
+            except Exception:
+                log.exception("answer call failed; answering extractively")
+        if not draft:
+            draft = extractive_draft(question, evidence)
+        checked = check_answer(draft, evidence)
+        for marker in checked.removed_markers:
+            warnings.append({"kind": "citation_removed",
+                             "detail": f"marker {marker} pointed at no source and was removed"})
+        for sentence in checked.unsupported:
+            warnings.append({"kind": "unsupported_sentence",
+                             "detail": f"removed, not supported by its cited source: {sentence[:200]}"})
+        for url in checked.removed_urls:
+            warnings.append({"kind": "citation_removed",
+                             "detail": "a link that is not one of the sources was removed"})
+            log.info("removed a URL not among the sources: %s", url[:100])
+        text, citations = checked.text, checked.citations
+        trail.append(step(state, "answer", f"draft_{how}",
+                          f"{len(citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
+                          f"removed, {len(checked.removed_markers)} marker(s) removed"))
+
+    if text and citations:
+        cited_scores = [c.score for c in citations]
+        weak = confidence.level == "MEDIUM" or min(cited_scores) < ctx.found_threshold
+        if failed:
+            status = "partial"
+        elif weak:
+            status = "answered_with_caveat"
+        else:
+            status = "answered"
+        notes = []
+        if weak:
+            notes.append(CAVEAT_TEXT)
+            warnings.append({"kind": "low_relevance",
+                             "detail": f"confidence {confidence.level}; best cited relevance "
+                                       f"{max(cited_scores):.2f}"})
+        cutoff = date.today() - timedelta(days=ctx.stale_after_days)
+        stale = [c for c in citations if c.document_date and c.document_date < cutoff]
+        if stale:
+            titles = ", ".join(f"{c.title} ({c.document_date})" for c in stale)
+            notes.append(STALE_TEXT.format(days=ctx.stale_after_days, titles=titles))
+            warnings.extend({"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
+                            for c in stale)
+        if failed:
+            notes.append(PARTIAL_TEXT.format(failed=_label(failed), worked=_label(worked)))
+        text = "\n\n".join([text, *notes])
+    else:
+        citations = []
+        searched = _label(worked) if worked else ""
+        quoted = "; ".join(f'"{q}"' for q in queries) or f'"{question}"'
+        if failed:
+            status = "unavailable"
+            text = UNAVAILABLE_TEXT.format(
+                failed=_label(failed),
+                searched_clause=f" {searched[0].upper() + searched[1:]} had nothing usable." if searched else "",
+                queries=quoted,
+            )
+        else:
+            status = "not_found"
+            text = NOT_FOUND_TEXT.format(searched=searched or "none", queries=quoted)
+    trail.append(step(state, "answer", status, f"{len(citations)} citation(s)", status=status,
+                      stop_reason=_stop_reason(state, confidence, failed)))
+    update: dict[str, Any] = {
+        "status": status,
+        "answer": text,
+        "citations": [c.model_dump(mode="json") for c in citations],
+        "attempts": int(state.get("attempt") or 1),
+        "sources": [r.model_dump(mode="json") for r in reports],
+        "warnings": warnings,
+        "trail": trail,
+        "history": [{"question": question, "answer": text if citations else "", "status": status}],
+    }
+    if usage:
+        update["usage"] = usage
+    return update
+
+
+def _stop_reason(state: dict[str, Any], confidence: Confidence, failed: list[str]) -> str:
+    grounding = state.get("grounding")
+    if grounding == "all_failed":
+        return "every source failed"
+    if confidence.level == "NOT_RELEVANT":
+        return "evidence not relevant: re-querying cannot conjure a missing document"
+    if int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or 2) and not confidence.can_answer:
+        return "attempt limit reached"
+    return "usable evidence" if confidence.can_answer else "no usable evidence"

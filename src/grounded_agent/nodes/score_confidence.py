@@ -1,0 +1,97 @@
+"""Confidence scoring: one judgement over all evidence, skipped where local signals decide."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from grounded_agent.context import Context
+from grounded_agent.deps import BudgetExhausted, Deps, check_budget, usage_of
+from grounded_agent.nodes._common import ctx_of, step
+from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
+from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
+from grounded_agent.scoring import decisive, local_confidence
+
+log = logging.getLogger(__name__)
+
+PARSE_TRIES = 2
+"""The structured call is tried once more when its output cannot be parsed, then LOW."""
+
+
+def format_evidence(evidence: list[Finding]) -> str:
+    return "\n".join(
+        f'<passage n="{n}" source="{f.source}" title="{f.title}" relevance="{f.score:.2f}">\n'
+        f"{f.text}\n</passage>"
+        for n, f in enumerate(evidence, 1)
+    )
+
+
+async def score_confidence(
+    state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
+) -> dict[str, Any]:
+    ctx = ctx_of(runtime)
+    question = str(state["question"])
+    evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
+    model = deps.model(ctx)
+    verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
+    if verdict is not None:
+        conf, why = verdict
+        return _done(state, conf, f"model call skipped: {why}", "deterministic")
+    if model is None:
+        conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+        return _done(state, conf, conf.reason, "local_scorer")
+
+    structured = model.with_structured_output(
+        ConfidenceJudgement, method="function_calling", include_raw=True
+    )
+    usage: dict[str, int] = {}
+    messages = [
+        SystemMessage(ctx.score_confidence_system_prompt),
+        HumanMessage(
+            SCORE_CONFIDENCE_USER.format(question=question, evidence=format_evidence(evidence))
+        ),
+    ]
+    for attempt in range(PARSE_TRIES):
+        try:
+            check_budget(state, ctx, usage)
+        except BudgetExhausted as exc:
+            conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+            return _done(state, conf, f"model budget spent ({exc}); local scorer used",
+                         "local_scorer", usage)
+        try:
+            result = await structured.ainvoke(messages)
+        except Exception:
+            log.exception("confidence call failed (try %d of %d)", attempt + 1, PARSE_TRIES)
+            usage["llm_calls"] = usage.get("llm_calls", 0) + 1
+            continue
+        raw = result.get("raw") if isinstance(result, dict) else None
+        if raw is not None:
+            for k, v in usage_of(raw).items():
+                usage[k] = usage.get(k, 0) + v
+        parsed = result.get("parsed") if isinstance(result, dict) else None
+        if isinstance(parsed, ConfidenceJudgement):
+            conf = Confidence(level=parsed.level, reason=parsed.reason,
+                              can_answer=parsed.can_answer and parsed.level in ("HIGH", "MEDIUM"))
+            return _done(state, conf, parsed.reason, "model", usage)
+        log.warning("confidence output could not be parsed (try %d of %d): %s",
+                    attempt + 1, PARSE_TRIES, result.get("parsing_error") if isinstance(result, dict) else "")
+    conf = Confidence(level="LOW", can_answer=False,
+                      reason="the confidence judgement could not be read; treated as LOW")
+    return _done(state, conf, conf.reason, "unparseable", usage)
+
+
+def _done(
+    state: dict[str, Any], conf: Confidence, detail: str, how: str,
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "confidence": conf.model_dump(mode="json"),
+        "trail": [step(state, "score_confidence", f"{conf.level} ({how})", detail,
+                       level=conf.level, how=how)],
+    }
+    if usage:
+        update["usage"] = usage
+    return update

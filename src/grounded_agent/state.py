@@ -1,0 +1,108 @@
+"""Graph state: what goes in, what the nodes share, what comes out.
+
+Values are plain JSON-able dicts (dumps of the models in schemas.py) so the same state crosses
+checkpoints, LangServe, Studio and the CLI without custom serialisers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import NotRequired, Required, TypedDict
+
+
+RESET = "__reset__"
+"""First element of a list update (or a key of a usage update) that starts the value afresh."""
+
+
+def fresh(items: list[Any] | None = None) -> list[Any]:
+    """An update that replaces a list channel instead of extending it: a new turn starts clean."""
+    return [RESET, *(items or [])]
+
+
+def extend_or_reset(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Appends; an update that starts with RESET replaces the list."""
+    if not right:
+        return list(left or [])
+    if isinstance(right[0], str) and right[0] == RESET:
+        return list(right[1:])
+    return [*(left or []), *right]
+
+
+def add_usage(left: dict[str, int] | None, right: dict[str, int] | None) -> dict[str, int]:
+    """Sums usage counters; an update holding the RESET key starts from zero."""
+    base = {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}
+    right = dict(right or {})
+    if not right.pop(RESET, False):
+        base.update(left or {})
+    for key, value in right.items():
+        base[key] = base.get(key, 0) + int(value)
+    return base
+
+
+def replace_messages(left: list[AnyMessage] | None, right: list[Any] | None) -> list[AnyMessage]:
+    """add_messages, except that an update starting with RESET drops the previous turn's dialog."""
+    if right and isinstance(right[0], str) and right[0] == RESET:
+        return add_messages([], list(right[1:]))  # type: ignore[return-value]
+    return add_messages(left or [], right or [])  # type: ignore[return-value]
+
+
+class InputState(TypedDict):
+    """What a caller sends: the question, optionally the sources and the answer language."""
+
+    question: Required[str]
+    sources: NotRequired[list[str] | None]
+    language: NotRequired[str | None]
+
+
+class OutputState(TypedDict, total=False):
+    """The public result; see AgentResult in schemas.py for the field meanings."""
+
+    question: str
+    status: str
+    answer: str
+    citations: list[dict[str, Any]]
+    confidence: dict[str, Any]
+    attempts: int
+    queries: list[str]
+    sources: list[Any]
+    warnings: list[dict[str, Any]]
+    trail: list[dict[str, Any]]
+    usage: dict[str, int]
+
+
+class AgentState(TypedDict, total=False):
+    """Everything the nodes share. `sources` holds the requested names on input and the
+    per-source reports on output: one public name for both, as the contract asks."""
+
+    # input
+    question: str
+    sources: list[Any] | None
+    language: str | None
+    # per turn
+    run_id: str
+    requested: list[str]
+    deadline: float
+    attempt: int
+    attempt_cap: int
+    query: str
+    queries: Annotated[list[str], extend_or_reset]
+    outcomes: Annotated[list[dict[str, Any]], extend_or_reset]
+    rejected_calls: Annotated[list[dict[str, Any]], extend_or_reset]
+    messages: Annotated[list[AnyMessage], replace_messages]
+    evidence: list[dict[str, Any]]
+    grounding: str
+    confidence: dict[str, Any]
+    offline: bool
+    # output
+    status: str
+    answer: str
+    citations: list[dict[str, Any]]
+    attempts: int
+    warnings: Annotated[list[dict[str, Any]], extend_or_reset]
+    trail: Annotated[list[dict[str, Any]], extend_or_reset]
+    usage: Annotated[dict[str, int], add_usage]
+    # across turns of a thread
+    history: Annotated[list[dict[str, Any]], extend_or_reset]

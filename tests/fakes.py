@@ -1,0 +1,107 @@
+"""Test doubles: scripted chat models (langchain-core fakes) and scripted source tools."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import BaseModel, Field
+
+from grounded_agent.schemas import Finding, SourceName, ToolOutcome
+from grounded_agent.tools.base import SourceTool
+
+
+class ScriptedChatModel(FakeMessagesListChatModel):
+    """Replies in order and fails loudly past the script, so a test sees every extra model call."""
+
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+    bound_tools: list[Any] = Field(default_factory=list)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.received.append(list(messages))
+        if len(self.received) > len(self.responses):
+            raise AssertionError(f"unscripted model call #{len(self.received)}")
+        return ChatResult(generations=[ChatGeneration(message=self.responses[len(self.received) - 1])])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:  # type: ignore[override]
+        self.bound_tools.append(list(tools))
+        return self
+
+    @property
+    def calls(self) -> int:
+        return len(self.received)
+
+
+def tool_call(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"id": call_id, "name": name, "args": args}],
+                     usage_metadata={"input_tokens": 50, "output_tokens": 10, "total_tokens": 60})
+
+
+def judgement(level: str, can_answer: bool, reason: str = "scripted") -> AIMessage:
+    return tool_call("ConfidenceJudgement", {"level": level, "can_answer": can_answer, "reason": reason},
+                     "call_judge")
+
+
+def text(content: str) -> AIMessage:
+    return AIMessage(content=content,
+                     usage_metadata={"input_tokens": 80, "output_tokens": 20, "total_tokens": 100})
+
+
+def finding(
+    source: SourceName = "knowledge_base", source_id: str = "doc-1", text: str = "", score: float = 0.9,
+    title: str | None = None, **extra: Any,
+) -> Finding:
+    return Finding(source=source, source_id=source_id, title=title or source_id, text=text,
+                   score=score, **extra)
+
+
+class _Args(BaseModel):
+    query: str = Field(min_length=1, max_length=300)
+    k: int = Field(default=5, ge=1, le=10)
+
+
+class ScriptedSource:
+    """A source tool whose outcomes are scripted per call; records every query it received."""
+
+    def __init__(self, name: SourceName, outcomes: Sequence[ToolOutcome | Exception],
+                 delay_s: float = 0.0) -> None:
+        self.name = name
+        self.outcomes = list(outcomes)
+        self.queries: list[str] = []
+        self.delay_s = delay_s
+
+    async def __call__(self, args: _Args) -> ToolOutcome:
+        self.queries.append(args.query)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        item = self.outcomes[min(len(self.queries), len(self.outcomes)) - 1]
+        if isinstance(item, Exception):
+            raise item
+        return item.model_copy(update={"query": args.query})
+
+    def tool(self, timeout_s: float = 5.0) -> SourceTool:
+        return SourceTool(name=self.name, description=f"Search {self.name}.", args_schema=_Args,
+                          func=self, timeout_s=timeout_s)
+
+
+def found(source: SourceName, *items: Finding) -> ToolOutcome:
+    return ToolOutcome.from_items(source, "q", list(items))
+
+
+def not_found(source: SourceName) -> ToolOutcome:
+    return ToolOutcome(source=source, query="q", status="not_found", coverage="complete", finding_count=0)
+
+
+def failed(source: SourceName, kind: str = "unavailable") -> ToolOutcome:
+    return ToolOutcome.error(source, "q", kind, "scripted failure")  # type: ignore[arg-type]
