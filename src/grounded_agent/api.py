@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -66,6 +66,31 @@ def ask(
         aask(question, sources=sources, language=language, context=context, graph=graph,
              thread_id=thread_id)
     )
+
+
+async def arun(
+    question: str,
+    *,
+    on_step: Callable[[str, dict[str, Any]], None] | None = None,
+    sources: list[str] | str | None = None,
+    language: str | None = None,
+    context: Context | None = None,
+    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+    thread_id: str | None = None,
+) -> AgentResult:
+    """`aask` that reports each node's update to `on_step` as it happens (CLI progress)."""
+    payload = _inputs(question, sources, language)
+    final: dict[str, Any] = {}
+    async for mode, chunk in _graph(graph).astream(
+        payload, config=_config(thread_id), context=context or Context(),
+        stream_mode=["updates", "values"],
+    ):
+        if mode == "values":
+            final = dict(chunk)
+        elif on_step is not None:
+            for node, update in chunk.items():
+                on_step(node, dict(update or {}))
+    return AgentResult.model_validate(final)
 
 
 async def astream(

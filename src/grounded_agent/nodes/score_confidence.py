@@ -21,14 +21,6 @@ PARSE_TRIES = 2
 """The structured call is tried once more when its output cannot be parsed, then LOW."""
 
 
-def format_evidence(evidence: list[Finding]) -> str:
-    return "\n".join(
-        f'<passage n="{n}" source="{f.source}" title="{f.title}" relevance="{f.score:.2f}">\n'
-        f"{f.text}\n</passage>"
-        for n, f in enumerate(evidence, 1)
-    )
-
-
 async def score_confidence(
     state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
@@ -48,11 +40,12 @@ async def score_confidence(
         ConfidenceJudgement, method="function_calling", include_raw=True
     )
     usage: dict[str, int] = {}
+    # the tool dialog itself carries the evidence and each source's status, errors included
     messages = [
         SystemMessage(ctx.score_confidence_system_prompt),
-        HumanMessage(
-            SCORE_CONFIDENCE_USER.format(question=question, evidence=format_evidence(evidence))
-        ),
+        HumanMessage(f"<question>\n{question}\n</question>"),
+        *(state.get("messages") or []),
+        HumanMessage(SCORE_CONFIDENCE_USER.format(question=question, usable=len(evidence))),
     ]
     for attempt in range(PARSE_TRIES):
         try:

@@ -1,0 +1,50 @@
+# Two commands from a fresh clone: `make demo` (install, ingest the sample KB, ask its questions)
+# and `make test` (install with the dev extras, lint, run every test). Both skip what is installed.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch first, pinned: 2.13.0 is the CPU build on this machine's disk; unpinned, pip would fetch a
+# multi-GB CUDA build.
+TORCH := torch==2.13.0
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup dev demo test test-fast lint bench eval clean-data
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+setup: $(VENV)/.installed
+
+dev: $(VENV)/.installed-dev
+
+demo: setup
+	$(BIN)/grounded-agent demo
+
+lint: dev
+	$(BIN)/ruff check .
+	$(BIN)/mypy src
+
+test: dev lint
+	$(BIN)/pytest
+
+test-fast: dev
+	$(BIN)/pytest tests/unit
+
+bench: dev
+	$(BIN)/python benchmarks/run_all.py
+
+eval: dev
+	$(BIN)/grounded-agent eval --sample 300 --seed 0
