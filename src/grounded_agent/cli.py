@@ -188,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     ev = sub.add_parser("eval", help="grounding evaluation on SQuAD-derived data")
+    from grounded_agent.evaluation.cli import add_arguments
+
+    add_arguments(ev)
     ev.set_defaults(func=cmd_eval)
     return parser
 

@@ -6,24 +6,28 @@ import json
 import logging
 from typing import Any
 
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from grounded_agent.context import Context
+from grounded_agent.context import CLIENT_CONFIGURABLE, Context, context_from_config
 from grounded_agent.schemas import ToolOutcome
 
 log = logging.getLogger("grounded_agent.decisions")
 
 
 def ctx_of(runtime: Runtime[Context] | None) -> Context:
-    """The run's Context; callers that pass none (LangServe, bare invoke) get the defaults."""
+    """The run's Context. Callers that pass none (LangServe passes only `config`) get one built
+    from config["configurable"], limited to the keys a client may set."""
     ctx = getattr(runtime, "context", None) if runtime is not None else None
     if isinstance(ctx, Context):
         return ctx
     if isinstance(ctx, dict):
-        from grounded_agent.context import context_from_config
-
         return context_from_config(ctx)
-    return Context()
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # outside a runnable context
+        configurable = {}
+    return context_from_config(configurable, allowed=CLIENT_CONFIGURABLE)
 
 
 def step(
