@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from grounded_agent.context import Context, parse_sources
@@ -25,11 +27,13 @@ def _inputs(question: str, sources: list[str] | str | None, language: str | None
     return payload
 
 
-def _config(thread_id: str | None) -> dict[str, Any]:
+def _config(thread_id: str | None) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}} if thread_id else {}
 
 
-def _graph(graph: CompiledStateGraph[Any, Any, Any, Any] | None) -> CompiledStateGraph[Any, Any, Any, Any]:
+def _graph(
+    graph: CompiledStateGraph[Any, Any, Any, Any] | None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     if graph is not None:
         return graph
     from grounded_agent.graph.agent import agent
@@ -48,7 +52,9 @@ async def aask(
 ) -> AgentResult:
     """Answers one question; raises InvalidQuestion for input the agent refuses."""
     payload = _inputs(question, sources, language)
-    out = await _graph(graph).ainvoke(payload, config=_config(thread_id), context=context or Context())
+    out = await _graph(graph).ainvoke(
+        payload, config=_config(thread_id), context=context or Context()
+    )
     return AgentResult.model_validate(out)
 
 
@@ -63,8 +69,14 @@ def ask(
 ) -> AgentResult:
     """Blocking form of `aask`, for scripts and notebooks without a running event loop."""
     return asyncio.run(
-        aask(question, sources=sources, language=language, context=context, graph=graph,
-             thread_id=thread_id)
+        aask(
+            question,
+            sources=sources,
+            language=language,
+            context=context,
+            graph=graph,
+            thread_id=thread_id,
+        )
     )
 
 
@@ -82,12 +94,14 @@ async def arun(
     payload = _inputs(question, sources, language)
     final: dict[str, Any] = {}
     async for mode, chunk in _graph(graph).astream(
-        payload, config=_config(thread_id), context=context or Context(),
+        payload,
+        config=_config(thread_id),
+        context=context or Context(),
         stream_mode=["updates", "values"],
     ):
-        if mode == "values":
+        if mode == "values" and isinstance(chunk, dict):
             final = dict(chunk)
-        elif on_step is not None:
+        elif on_step is not None and isinstance(chunk, dict):
             for node, update in chunk.items():
                 on_step(node, dict(update or {}))
     return AgentResult.model_validate(final)
@@ -104,8 +118,9 @@ async def astream(
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """Yields (node, update) as each node finishes; the last update is the answer node's."""
     payload = _inputs(question, sources, language)
-    async for chunk in _graph(graph).astream(
-        payload, config=_config(thread_id), context=context or Context(), stream_mode="updates"
-    ):
-        for node, update in chunk.items():
-            yield node, dict(update or {})
+    async with _graph_for(graph, thread_id) as g:
+        async for chunk in g.astream(
+            payload, config=_config(thread_id), context=context or Context(), stream_mode="updates"
+        ):
+            for node, update in chunk.items():
+                yield node, dict(update or {})

@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,7 @@ def default_chat_model(ctx: Context) -> BaseChatModel | None:
     return ChatOpenAI(
         model=ctx.model,
         base_url=os.environ.get("OPENAI_BASE_URL") or None,
-        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",  # type: ignore[arg-type]
+        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
         temperature=0,
         timeout=min(ctx.time_budget_s, 30.0),
         max_retries=1,
@@ -63,7 +63,7 @@ def default_store() -> KnowledgeStore:
 class Deps:
     """What `build_graph` injects. Anything left unset is built on first use, never at import."""
 
-    chat_model: BaseChatModel | None | Any = _AUTO
+    chat_model: BaseChatModel | Any | None = _AUTO
     store: KnowledgeStore | None = None
     tools: dict[SourceName, SourceTool] | None = None
     store_factory: Callable[[], KnowledgeStore] = default_store
@@ -76,7 +76,7 @@ class Deps:
     def model(self, ctx: Context) -> BaseChatModel | None:
         if self.chat_model is _AUTO:
             return self.chat_model_factory(ctx)
-        return self.chat_model  # type: ignore[no-any-return]
+        return self.chat_model  # type: ignore[no-any-return,unused-ignore]
 
     def get_store(self) -> KnowledgeStore:
         with self._lock:
@@ -103,22 +103,24 @@ class Deps:
         from grounded_agent.tools.wikipedia import make_wikipedia_tool
 
         store = self.get_store()
-        thresholds = {"found_threshold": ctx.found_threshold, "low_threshold": ctx.low_threshold}
+        found, low = ctx.found_threshold, ctx.low_threshold
         return {
             "knowledge_base": make_knowledge_base_tool(
-                store, timeout_s=ctx.tool_timeout_s, **thresholds
+                store, timeout_s=ctx.tool_timeout_s, found_threshold=found, low_threshold=low
             ),
             "wikipedia": make_wikipedia_tool(
                 store.relevance,
                 language=ctx.wikipedia_language,
                 timeout_s=ctx.tool_timeout_s,
-                **thresholds,
+                found_threshold=found,
+                low_threshold=low,
             ),
             "web": make_web_search_tool(
                 store.relevance,
-                api_key=os.environ.get("TAVILY_API_KEY") or None,
+                api_key=None,  # read from TAVILY_API_KEY at each call, never stored
                 timeout_s=ctx.tool_timeout_s,
-                **thresholds,
+                found_threshold=found,
+                low_threshold=low,
             ),
         }
 
@@ -133,7 +135,7 @@ def usage_of(message: BaseMessage) -> dict[str, int]:
     }
 
 
-def check_budget(state: dict[str, Any], ctx: Context, spent: dict[str, int] | None = None) -> None:
+def check_budget(state: Mapping[str, Any], ctx: Context, spent: dict[str, int] | None = None) -> None:
     """Raises BudgetExhausted when one more model call would break a limit of the question."""
     usage = dict(state.get("usage") or {})
     for k, v in (spent or {}).items():
@@ -148,7 +150,7 @@ def check_budget(state: dict[str, Any], ctx: Context, spent: dict[str, int] | No
         raise BudgetExhausted("time budget spent")
 
 
-def remaining_time(state: dict[str, Any]) -> float:
+def remaining_time(state: Mapping[str, Any]) -> float:
     deadline = state.get("deadline")
     return float("inf") if deadline is None else float(deadline) - time.time()
 
@@ -157,6 +159,7 @@ def ai_text(message: BaseMessage) -> str:
     """The text of a model reply, whatever content shape the provider used."""
     if isinstance(message, AIMessage) and isinstance(message.content, list):
         return "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part) for part in message.content
+            part.get("text", "") if isinstance(part, dict) else str(part)
+            for part in message.content
         )
     return str(message.content)

@@ -6,12 +6,11 @@ checkpoints, LangServe, Studio and the CLI without custom serialisers.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired, Required
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from typing_extensions import NotRequired, Required, TypedDict
-
+from typing_extensions import TypedDict
 
 RESET = "__reset__"
 """First element of a list update (or a key of a usage update) that starts the value afresh."""
@@ -46,7 +45,7 @@ def replace_messages(left: list[AnyMessage] | None, right: list[Any] | None) -> 
     """add_messages, except that an update starting with RESET drops the previous turn's dialog."""
     if right and isinstance(right[0], str) and right[0] == RESET:
         return add_messages([], list(right[1:]))  # type: ignore[return-value]
-    return add_messages(left or [], right or [])  # type: ignore[return-value]
+    return add_messages(left or [], right or [])  # type: ignore[return-value, arg-type]
 
 
 class InputState(TypedDict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.config import get_config
@@ -31,7 +32,7 @@ def ctx_of(runtime: Runtime[Context] | None) -> Context:
 
 
 def step(
-    state: dict[str, Any], node: str, decision: str, detail: str = "", **fields: Any
+    state: Mapping[str, Any], node: str, decision: str, detail: str = "", **fields: Any
 ) -> dict[str, Any]:
     """A trail entry, and one structured log line for the same decision."""
     attempt = int(state.get("attempt") or 1)
@@ -46,22 +47,24 @@ def step(
     return {"node": node, "attempt": attempt, "decision": decision, "detail": detail}
 
 
-def outcomes_of(state: dict[str, Any], attempt: int | None = None) -> list[ToolOutcome]:
+def outcomes_of(state: Mapping[str, Any], attempt: int | None = None) -> list[ToolOutcome]:
     """The tool outcomes in state, optionally of one attempt only."""
     out = []
     for raw in state.get("outcomes") or []:
         if attempt is not None and raw.get("attempt") != attempt:
             continue
-        out.append(ToolOutcome.model_validate(
-            {k: v for k, v in raw.items() if k not in ("attempt", "call_id")}
-        ))
+        out.append(
+            ToolOutcome.model_validate(
+                {k: v for k, v in raw.items() if k not in ("attempt", "call_id")}
+            )
+        )
     return out
 
 
 _RANK = {"found": 3, "low_relevance": 2, "not_found": 1, "error": 0}
 
 
-def final_outcomes(state: dict[str, Any]) -> dict[str, ToolOutcome]:
+def final_outcomes(state: Mapping[str, Any]) -> dict[str, ToolOutcome]:
     """Per source, its most informative outcome over the attempts: what the source report shows.
 
     A source read completely once stays read even if a later re-query fails.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -22,13 +23,18 @@ from grounded_agent.prompts.answer import (
     UNAVAILABLE_TEXT,
 )
 from grounded_agent.schemas import Confidence, Finding, SourceReport, ToolOutcome
+from grounded_agent.state import AgentState
 
 log = logging.getLogger(__name__)
 
-SOURCE_LABELS = {"knowledge_base": "the knowledge base", "wikipedia": "Wikipedia", "web": "web search"}
+SOURCE_LABELS = {
+    "knowledge_base": "the knowledge base",
+    "wikipedia": "Wikipedia",
+    "web": "web search",
+}
 
 
-def _label(names: list[str]) -> str:
+def _label(names: Sequence[str]) -> str:
     labels = [SOURCE_LABELS.get(n, n) for n in names]
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
@@ -39,11 +45,24 @@ def source_reports(requested: list[str], outcomes: dict[str, ToolOutcome]) -> li
     for name in requested:
         o = outcomes.get(name)
         if o is None:
-            reports.append(SourceReport(source=name, status="error", coverage="unavailable",  # type: ignore[arg-type]
-                                        error_kind="unknown"))
+            reports.append(
+                SourceReport(
+                    source=name,
+                    status="error",
+                    coverage="unavailable",
+                    error_kind="unknown",
+                )
+            )
         else:
-            reports.append(SourceReport(source=o.source, status=o.status, coverage=o.coverage,
-                                        error_kind=o.error_kind, finding_count=o.finding_count))
+            reports.append(
+                SourceReport(
+                    source=o.source,
+                    status=o.status,
+                    coverage=o.coverage,
+                    error_kind=o.error_kind,
+                    finding_count=o.finding_count,
+                )
+            )
     return reports
 
 
@@ -57,7 +76,7 @@ def format_sources(evidence: list[Finding]) -> str:
     )
 
 
-async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
+async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     question = str(state["question"])
     requested = list(state.get("requested") or [])
@@ -68,9 +87,12 @@ async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
     confidence = Confidence.model_validate(state.get("confidence") or {})
     queries = list(state.get("queries") or [])
     warnings: list[dict[str, Any]] = [
-        {"kind": "source_unavailable",
-         "detail": f"{SOURCE_LABELS.get(r.source, r.source)} could not be searched ({r.error_kind})"}
-        for r in reports if r.status == "error"
+        {
+            "kind": "source_unavailable",
+            "detail": f"{SOURCE_LABELS.get(r.source, r.source)} could not be searched ({r.error_kind})",
+        }
+        for r in reports
+        if r.status == "error"
     ]
     usage: dict[str, int] = {}
     trail: list[dict[str, Any]] = []
@@ -85,16 +107,22 @@ async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
                 check_budget(state, ctx)
                 reply = await model.ainvoke(
                     [
-                        SystemMessage(ctx.answer_system_prompt.format(
-                            language=state.get("language") or "the language of the question")),
-                        HumanMessage(ANSWER_USER.format(question=question,
-                                                        sources=format_sources(evidence))),
+                        SystemMessage(
+                            ctx.answer_system_prompt.format(
+                                language=state.get("language") or "the language of the question"
+                            )
+                        ),
+                        HumanMessage(
+                            ANSWER_USER.format(question=question, sources=format_sources(evidence))
+                        ),
                     ]
                 )
                 usage = usage_of(reply)
                 draft, how = ai_text(reply), "model"
             except BudgetExhausted as exc:
-                warnings.append({"kind": "budget_exhausted", "detail": "answer extracted without the model"})
+                warnings.append(
+                    {"kind": "budget_exhausted", "detail": "answer extracted without the model"}
+                )
                 trail.append(step(state, "answer", "budget_exhausted", str(exc)))
             except Exception:
                 log.exception("answer call failed; answering extractively")
@@ -102,19 +130,37 @@ async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
             draft = extractive_draft(question, evidence)
         checked = check_answer(draft, evidence)
         for marker in checked.removed_markers:
-            warnings.append({"kind": "citation_removed",
-                             "detail": f"marker {marker} pointed at no source and was removed"})
+            warnings.append(
+                {
+                    "kind": "citation_removed",
+                    "detail": f"marker {marker} pointed at no source and was removed",
+                }
+            )
         for sentence in checked.unsupported:
-            warnings.append({"kind": "unsupported_sentence",
-                             "detail": f"removed, not supported by its cited source: {sentence[:200]}"})
+            warnings.append(
+                {
+                    "kind": "unsupported_sentence",
+                    "detail": f"removed, not supported by its cited source: {sentence[:200]}",
+                }
+            )
         for url in checked.removed_urls:
-            warnings.append({"kind": "citation_removed",
-                             "detail": "a link that is not one of the sources was removed"})
+            warnings.append(
+                {
+                    "kind": "citation_removed",
+                    "detail": "a link that is not one of the sources was removed",
+                }
+            )
             log.info("removed a URL not among the sources: %s", url[:100])
         text, citations = checked.text, checked.citations
-        trail.append(step(state, "answer", f"draft_{how}",
-                          f"{len(citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
-                          f"removed, {len(checked.removed_markers)} marker(s) removed"))
+        trail.append(
+            step(
+                state,
+                "answer",
+                f"draft_{how}",
+                f"{len(citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
+                f"removed, {len(checked.removed_markers)} marker(s) removed",
+            )
+        )
 
     if text and citations:
         cited_scores = [c.score for c in citations]
@@ -128,16 +174,22 @@ async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
         notes = []
         if weak:
             notes.append(CAVEAT_TEXT)
-            warnings.append({"kind": "low_relevance",
-                             "detail": f"confidence {confidence.level}; best cited relevance "
-                                       f"{max(cited_scores):.2f}"})
+            warnings.append(
+                {
+                    "kind": "low_relevance",
+                    "detail": f"confidence {confidence.level}; best cited relevance "
+                    f"{max(cited_scores):.2f}",
+                }
+            )
         cutoff = date.today() - timedelta(days=ctx.stale_after_days)
         stale = [c for c in citations if c.document_date and c.document_date < cutoff]
         if stale:
             titles = ", ".join(f"{c.title} ({c.document_date})" for c in stale)
             notes.append(STALE_TEXT.format(days=ctx.stale_after_days, titles=titles))
-            warnings.extend({"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
-                            for c in stale)
+            warnings.extend(
+                {"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
+                for c in stale
+            )
         if failed:
             notes.append(PARTIAL_TEXT.format(failed=_label(failed), worked=_label(worked)))
         text = "\n\n".join([text, *notes])
@@ -149,14 +201,24 @@ async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
             status = "unavailable"
             text = UNAVAILABLE_TEXT.format(
                 failed=_label(failed),
-                searched_clause=f" {searched[0].upper() + searched[1:]} had nothing usable." if searched else "",
+                searched_clause=f" {searched[0].upper() + searched[1:]} had nothing usable."
+                if searched
+                else "",
                 queries=quoted,
             )
         else:
             status = "not_found"
             text = NOT_FOUND_TEXT.format(searched=searched or "none", queries=quoted)
-    trail.append(step(state, "answer", status, f"{len(citations)} citation(s)", status=status,
-                      stop_reason=_stop_reason(state, confidence, failed)))
+    trail.append(
+        step(
+            state,
+            "answer",
+            status,
+            f"{len(citations)} citation(s)",
+            status=status,
+            stop_reason=_stop_reason(state, confidence, failed),
+        )
+    )
     update: dict[str, Any] = {
         "status": status,
         "answer": text,
@@ -172,12 +234,15 @@ async def answer(state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
     return update
 
 
-def _stop_reason(state: dict[str, Any], confidence: Confidence, failed: list[str]) -> str:
+def _stop_reason(state: AgentState, confidence: Confidence, failed: Sequence[str]) -> str:
     grounding = state.get("grounding")
     if grounding == "all_failed":
         return "every source failed"
     if confidence.level == "NOT_RELEVANT":
         return "evidence not relevant: re-querying cannot conjure a missing document"
-    if int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or 2) and not confidence.can_answer:
+    if (
+        int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or 2)
+        and not confidence.can_answer
+    ):
         return "attempt limit reached"
     return "usable evidence" if confidence.can_answer else "no usable evidence"

@@ -17,6 +17,7 @@ from grounded_agent.deps import BudgetExhausted, Deps, check_budget, remaining_t
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.schemas import ToolOutcome
+from grounded_agent.state import AgentState
 from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def _default_args(tool: SourceTool, query: str, ctx: Context) -> BaseModel:
     return tool.validate(raw)
 
 
-def _sources_to_query(state: dict[str, Any], attempt: int) -> list[str]:
+def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
     """Attempt 1 asks every requested source; a re-query skips sources that failed technically."""
     requested = list(state.get("requested") or [])
     if attempt == 1:
@@ -44,7 +45,7 @@ def _sources_to_query(state: dict[str, Any], attempt: int) -> list[str]:
 
 
 async def call_tools(
-    state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
+    state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     """Only allow-listed tools with schema-valid arguments run; everything else is recorded."""
     ctx = ctx_of(runtime)
@@ -63,12 +64,16 @@ async def call_tools(
     for name in wanted:
         if name not in tools:  # requested, but this deployment has no such tool
             outcomes.append(
-                (f"call_{uuid.uuid4().hex[:8]}",
-                 ToolOutcome.error(name, query, "config", "source not configured"))  # type: ignore[arg-type]
+                (
+                    f"call_{uuid.uuid4().hex[:8]}",
+                    ToolOutcome.error(name, query, "config", "source not configured"),  # type: ignore[arg-type]
+                )
             )
 
     model = deps.model(ctx)
-    rounds_used = sum(1 for t in state.get("trail") or [] if t.get("decision") == "model_chose_tools")
+    rounds_used = sum(
+        1 for t in state.get("trail") or [] if t.get("decision") == "model_chose_tools"
+    )
     ai_message: AIMessage | None = None
     if model is not None and attempt == 1 and tools and rounds_used < ctx.max_model_rounds:
         try:
@@ -82,18 +87,28 @@ async def call_tools(
                                 today=date.today().isoformat(), sources=", ".join(tools)
                             )
                         ),
-                        HumanMessage(CALL_TOOLS_USER.format(question=state["question"], query=query)),
+                        HumanMessage(
+                            CALL_TOOLS_USER.format(question=state["question"], query=query)
+                        ),
                     ]
                 ),
                 timeout=max(1.0, remaining_time(state)),
             )
             assert isinstance(ai_message, AIMessage)
             usage = usage_of(ai_message)
-            trail.append(step(state, "call_tools", "model_chose_tools",
-                              f"{len(ai_message.tool_calls)} tool call(s) proposed"))
+            trail.append(
+                step(
+                    state,
+                    "call_tools",
+                    "model_chose_tools",
+                    f"{len(ai_message.tool_calls)} tool call(s) proposed",
+                )
+            )
         except BudgetExhausted as exc:
             trail.append(step(state, "call_tools", "budget_exhausted", str(exc)))
-            warnings.append({"kind": "budget_exhausted", "detail": "model budget spent; fixed routing used"})
+            warnings.append(
+                {"kind": "budget_exhausted", "detail": "model budget spent; fixed routing used"}
+            )
         except Exception:
             log.exception("tool-choosing model call failed; falling back to fixed routing")
             trail.append(step(state, "call_tools", "model_failed", "fixed routing used"))
@@ -122,10 +137,14 @@ async def call_tools(
                 tool_messages.append(
                     ToolMessage(
                         content=f"REJECTED: {reason}. This call was not executed.",
-                        tool_call_id=call_id, name=name or "unknown", status="error",
+                        tool_call_id=call_id,
+                        name=name or "unknown",
+                        status="error",
                     )
                 )
-                trail.append(step(state, "call_tools", "rejected_tool_call", reason or "", tool=name))
+                trail.append(
+                    step(state, "call_tools", "rejected_tool_call", reason or "", tool=name)
+                )
                 warnings.append({"kind": "rejected_tool_call", "detail": reason or ""})
                 continue
             calls.append((call_id, tool, parsed))
@@ -137,7 +156,9 @@ async def call_tools(
             continue
         if len(calls) >= ctx.max_tool_calls_per_attempt:
             rejected.append({"name": name, "reason": "tool-call cap reached", "attempt": attempt})
-            trail.append(step(state, "call_tools", "skipped_source", "tool-call cap reached", tool=name))
+            trail.append(
+                step(state, "call_tools", "skipped_source", "tool-call cap reached", tool=name)
+            )
             continue
         calls.append((f"call_{uuid.uuid4().hex[:8]}", tool, _default_args(tool, query, ctx)))
 
@@ -163,22 +184,41 @@ async def call_tools(
     if ai_message is not None:
         # the model's own calls plus the fixed ones it left out, as one turn of the dialog
         messages.append(
-            AIMessage(content=ai_message.content, tool_calls=[*ai_message.tool_calls, *[
-                tc for tc in synthetic.tool_calls if tc["id"] not in {t.get("id") for t in ai_message.tool_calls}
-            ]], id=ai_message.id)
+            AIMessage(
+                content=ai_message.content,
+                tool_calls=[
+                    *ai_message.tool_calls,
+                    *[
+                        tc
+                        for tc in synthetic.tool_calls
+                        if tc["id"] not in {t.get("id") for t in ai_message.tool_calls}
+                    ],
+                ],
+                id=ai_message.id,
+            )
         )
     elif calls:
         messages.append(synthetic)
     messages.extend(tool_messages)
-    for call_id, outcome in outcomes:
+    for _, outcome in outcomes:
         trail.append(
-            step(state, "call_tools", f"{outcome.source}:{outcome.status}",
-                 _describe(outcome), source=outcome.source, status=outcome.status,
-                 error_kind=outcome.error_kind, best_score=outcome.best_score,
-                 finding_count=outcome.finding_count, ms=round(outcome.elapsed_ms))
+            step(
+                state,
+                "call_tools",
+                f"{outcome.source}:{outcome.status}",
+                _describe(outcome),
+                source=outcome.source,
+                status=outcome.status,
+                error_kind=outcome.error_kind,
+                best_score=outcome.best_score,
+                finding_count=outcome.finding_count,
+                ms=round(outcome.elapsed_ms),
+            )
         )
         if outcome.status == "error":
-            log.warning("source %s failed (%s): %s", outcome.source, outcome.error_kind, outcome.detail)
+            log.warning(
+                "source %s failed (%s): %s", outcome.source, outcome.error_kind, outcome.detail
+            )
     update: dict[str, Any] = {
         "outcomes": [
             {**o.model_dump(mode="json"), "attempt": attempt, "call_id": cid} for cid, o in outcomes
@@ -199,8 +239,6 @@ def _describe(outcome: ToolOutcome) -> str:
     if outcome.status == "error":
         return f"{outcome.source} could not be searched ({outcome.error_kind})"
     best = outcome.best_score
-    return (
-        f"{outcome.finding_count} passage(s)"
-        + (f", best relevance {best:.2f}" if best is not None else "")
+    return f"{outcome.finding_count} passage(s)" + (
+        f", best relevance {best:.2f}" if best is not None else ""
     )
-

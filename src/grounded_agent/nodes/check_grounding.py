@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from grounded_agent.context import Context
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.schemas import Finding, ToolOutcome, classify
-from grounded_agent.state import fresh
+from grounded_agent.state import AgentState, fresh
 
 MAX_EVIDENCE = 8
 """Passages kept as evidence for scoring and answering, best first."""
@@ -67,7 +67,7 @@ def collect_evidence(outcomes: list[ToolOutcome], low: float) -> list[Finding]:
     return sorted(seen.values(), key=lambda f: f.score, reverse=True)[:MAX_EVIDENCE]
 
 
-async def check_grounding(state: dict[str, Any], runtime: Runtime[Context]) -> dict[str, Any]:
+async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     attempt = int(state.get("attempt") or 1)
     raw = list(state.get("outcomes") or [])
@@ -107,7 +107,14 @@ async def check_grounding(state: dict[str, Any], runtime: Runtime[Context]) -> d
         "evidence": [e.model_dump(mode="json") for e in evidence],
         "grounding": grounding,
         "trail": [
-            step(state, "check_grounding", grounding, detail, best_score=best, failed=failed,
-                 evidence=len(evidence))
+            step(
+                state,
+                "check_grounding",
+                grounding,
+                detail,
+                best_score=best,
+                failed=failed,
+                evidence=len(evidence),
+            )
         ],
     }

@@ -15,7 +15,7 @@ from grounded_agent.deps import BudgetExhausted, Deps, ai_text, check_budget, us
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM, CONDENSE_QUESTION_USER
 from grounded_agent.schemas import InvalidQuestion, validate_question
-from grounded_agent.state import RESET, fresh
+from grounded_agent.state import RESET, AgentState, fresh
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ HISTORY_TURNS = 3
 
 
 async def prepare_question(
-    state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
+    state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     """Fails fast on bad input, so nothing is searched or spent for a question that is not one."""
     ctx = ctx_of(runtime)
@@ -47,8 +47,12 @@ async def prepare_question(
     usage: dict[str, int] = {RESET: 1}
     if model is None:
         trail.append(
-            step(turn, "prepare_question", "offline_mode",
-                 "no language model configured: scoring and answers are local and extractive")
+            step(
+                turn,
+                "prepare_question",
+                "offline_mode",
+                "no language model configured: scoring and answers are local and extractive",
+            )
         )
     history = [h for h in (state.get("history") or []) if h.get("answer")][-HISTORY_TURNS:]
     if history and model is not None:
@@ -79,8 +83,13 @@ async def prepare_question(
         except Exception:
             log.exception("follow-up resolution failed; searching for the question as asked")
     trail.append(
-        step(turn, "prepare_question", "accepted", f"sources: {', '.join(requested)}",
-             sources=requested)
+        step(
+            turn,
+            "prepare_question",
+            "accepted",
+            f"sources: {', '.join(requested)}",
+            sources=requested,
+        )
     )
     return {
         **turn,

@@ -13,6 +13,7 @@ from grounded_agent.context import Context
 from grounded_agent.deps import BudgetExhausted, Deps, ai_text, check_budget, usage_of
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
+from grounded_agent.state import AgentState
 from grounded_agent.text import STOPWORDS, tokens
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ def local_rewrite(question: str, tried: list[str]) -> str:
 
 
 async def reformulate_query(
-    state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
+    state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     question = str(state["question"])

@@ -14,6 +14,7 @@ from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
 from grounded_agent.scoring import decisive, local_confidence
+from grounded_agent.state import AgentState
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ PARSE_TRIES = 2
 
 
 async def score_confidence(
-    state: dict[str, Any], runtime: Runtime[Context], *, deps: Deps
+    state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     question = str(state["question"])
@@ -52,8 +53,9 @@ async def score_confidence(
             check_budget(state, ctx, usage)
         except BudgetExhausted as exc:
             conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
-            return _done(state, conf, f"model budget spent ({exc}); local scorer used",
-                         "local_scorer", usage)
+            return _done(
+                state, conf, f"model budget spent ({exc}); local scorer used", "local_scorer", usage
+            )
         try:
             result = await structured.ainvoke(messages)
         except Exception:
@@ -66,24 +68,45 @@ async def score_confidence(
                 usage[k] = usage.get(k, 0) + v
         parsed = result.get("parsed") if isinstance(result, dict) else None
         if isinstance(parsed, ConfidenceJudgement):
-            conf = Confidence(level=parsed.level, reason=parsed.reason,
-                              can_answer=parsed.can_answer and parsed.level in ("HIGH", "MEDIUM"))
+            conf = Confidence(
+                level=parsed.level,
+                reason=parsed.reason,
+                can_answer=parsed.can_answer and parsed.level in ("HIGH", "MEDIUM"),
+            )
             return _done(state, conf, parsed.reason, "model", usage)
-        log.warning("confidence output could not be parsed (try %d of %d): %s",
-                    attempt + 1, PARSE_TRIES, result.get("parsing_error") if isinstance(result, dict) else "")
-    conf = Confidence(level="LOW", can_answer=False,
-                      reason="the confidence judgement could not be read; treated as LOW")
+        log.warning(
+            "confidence output could not be parsed (try %d of %d): %s",
+            attempt + 1,
+            PARSE_TRIES,
+            result.get("parsing_error") if isinstance(result, dict) else "",
+        )
+    conf = Confidence(
+        level="LOW",
+        can_answer=False,
+        reason="the confidence judgement could not be read; treated as LOW",
+    )
     return _done(state, conf, conf.reason, "unparseable", usage)
 
 
 def _done(
-    state: dict[str, Any], conf: Confidence, detail: str, how: str,
+    state: AgentState,
+    conf: Confidence,
+    detail: str,
+    how: str,
     usage: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     update: dict[str, Any] = {
         "confidence": conf.model_dump(mode="json"),
-        "trail": [step(state, "score_confidence", f"{conf.level} ({how})", detail,
-                       level=conf.level, how=how)],
+        "trail": [
+            step(
+                state,
+                "score_confidence",
+                f"{conf.level} ({how})",
+                detail,
+                level=conf.level,
+                how=how,
+            )
+        ],
     }
     if usage:
         update["usage"] = usage
