@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from grounded_agent.schemas import Citation, Finding
-from grounded_agent.text import coverage, key_terms, split_sentences, support
+from grounded_agent.text import (
+    coverage,
+    key_terms,
+    looks_like_instruction,
+    split_sentences,
+    support,
+)
 
 MARKER = re.compile(r"\[(\d{1,3})\]")
 URL = re.compile(r"(?:https?://|www\.)[^\s)\]>\"']+", re.IGNORECASE)
@@ -52,7 +58,7 @@ def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
         bare = re.sub(r"\s+([.,;:!?])", r"\1", bare)
         if not bare.strip(" .,;:"):
             continue
-        if not valid:
+        if not valid or looks_like_instruction(bare):
             unsupported.append(bare)
             continue
         cited_text = "\n".join(f"{sources[n - 1].title}\n{sources[n - 1].text}" for n in valid)
@@ -71,10 +77,15 @@ def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
         parts.append(_attach(bare, marks))
     citations = [
         Citation(
-            n=new, source=sources[old - 1].source, source_id=sources[old - 1].source_id,
-            title=sources[old - 1].title, section=sources[old - 1].section,
-            version=sources[old - 1].version, url=sources[old - 1].url,
-            document_date=sources[old - 1].document_date, indexed_at=sources[old - 1].indexed_at,
+            n=new,
+            source=sources[old - 1].source,
+            source_id=sources[old - 1].source_id,
+            title=sources[old - 1].title,
+            section=sources[old - 1].section,
+            version=sources[old - 1].version,
+            url=sources[old - 1].url,
+            document_date=sources[old - 1].document_date,
+            indexed_at=sources[old - 1].indexed_at,
             score=round(sources[old - 1].score, 4),
         )
         for old, new in order.items()
@@ -100,9 +111,13 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
         key=lambda i: top[i].score + 0.5 * coverage(terms, f"{top[i].title} {top[i].text}"),
     )
     passage = top[best_n]
-    sentences = split_sentences(passage.text)
+    sentences = [s for s in split_sentences(passage.text) if not looks_like_instruction(s)]
+    if not sentences:
+        return ""
     ranked = sorted(
         range(len(sentences)), key=lambda i: coverage(terms, sentences[i]), reverse=True
     )
-    chosen = sorted(i for i in ranked[:max_sentences] if coverage(terms, sentences[i]) > 0) or ranked[:1]
+    chosen = (
+        sorted(i for i in ranked[:max_sentences] if coverage(terms, sentences[i]) > 0) or ranked[:1]
+    )
     return " ".join(_attach(sentences[i], f"[{best_n + 1}]") for i in chosen)

@@ -6,24 +6,19 @@ import math
 import re
 from collections.abc import Callable, Iterable
 
-_TOKEN = re.compile(r"[A-Za-z0-9\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F'\-\.]*[A-Za-z0-9\u00C0-\u024F]|[A-Za-z0-9\u00C0-\u024F]")
+_TOKEN = re.compile(
+    r"[A-Za-z0-9\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F'\-\.]*[A-Za-z0-9\u00C0-\u024F]|[A-Za-z0-9\u00C0-\u024F]"
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _NUMBER = re.compile(r"^\d[\d.,]*$")
 
 STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    whose many much one two first name named called kind type use used according per via
-    tell please give list show find describe explain say says said many does did get got
-    """.split()
+    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "whose", "many", "much", "one", "two", "first", "name", "named", "called", "kind", "type", "use", "used", "according", "per", "via", "tell", "please", "give", "list", "show", "find", "describe", "explain", "say", "says", "said", "many", "does", "did", "get", "got"]
 )
 
-_QUESTION_LEADS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+_QUESTION_LEADS = frozenset(
+    {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}
+)
 
 
 def tokens(text: str) -> list[str]:
@@ -32,7 +27,19 @@ def tokens(text: str) -> list[str]:
 
 def stem(token: str) -> str:
     """A light suffix strip so "prices" meets "price" and "renewed" meets "renewal"."""
-    for suffix in ("ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied", "es", "ed", "s"):
+    for suffix in (
+        "ations",
+        "ation",
+        "ments",
+        "ment",
+        "ings",
+        "ing",
+        "ies",
+        "ied",
+        "es",
+        "ed",
+        "s",
+    ):
         if len(token) > len(suffix) + 3 and token.endswith(suffix):
             return token[: -len(suffix)]
     return token
@@ -42,9 +49,7 @@ def content_stems(text: str) -> set[str]:
     return {stem(t) for t in tokens(text) if t not in STOPWORDS}
 
 
-def key_terms(
-    question: str, idf: Callable[[str], float] | None = None
-) -> dict[str, float]:
+def key_terms(question: str, idf: Callable[[str], float] | None = None) -> dict[str, float]:
     """Weighted key content of a question: names and numbers weigh most, then rare terms."""
     weights: dict[str, float] = {}
     words = _TOKEN.findall(question)
@@ -89,6 +94,22 @@ def missing_names(question: str, text: str) -> list[str]:
         if (is_name or _NUMBER.match(tok)) and stem(tok) not in present:
             missing.append(raw)
     return missing
+
+
+_INSTRUCTION = re.compile(
+    r"\b(ignore|disregard|forget|override)\b[^.]{0,40}\b(instruction|prompt|rule|guideline)s?\b"
+    r"|\bsystem (notice|prompt|message|override)\b"
+    r"|\b(tell|inform|convince) the user\b"
+    r"|\bcall the (tool|function)\b"
+    r"|\byou (must|should|are to) now\b"
+    r"|\b(as an ai|language model|assistant)\b[^.]{0,30}\b(must|should|will)\b",
+    re.IGNORECASE,
+)
+
+
+def looks_like_instruction(sentence: str) -> bool:
+    """A sentence addressed to the model rather than stating a fact: never quoted as an answer."""
+    return bool(_INSTRUCTION.search(sentence))
 
 
 def split_sentences(text: str) -> list[str]:
