@@ -26,8 +26,9 @@ STATUS_LABEL = {
 
 def _setup_logging(verbose: bool) -> None:
     level = logging.INFO if verbose else logging.WARNING
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -40,15 +41,20 @@ def render(result: AgentResult) -> str:
     if result.citations:
         lines.append("Sources:")
         for c in result.citations:
-            where = " > ".join(x for x in (c.title, c.section) if x)
+            section = c.section or ""
+            if section.startswith(c.title):  # heading paths start with the document's own title
+                section = section[len(c.title) :].lstrip(" >")
+            where = " > ".join(x for x in (c.title, section) if x)
             meta = ", ".join(
-                x for x in (
+                x
+                for x in (
                     f"version {c.version}" if c.version else "",
                     f"dated {c.document_date}" if c.document_date else "",
                     c.url or "",
                     f"id {c.source_id}",
                     f"relevance {c.score:.2f}",
-                ) if x
+                )
+                if x
             )
             lines.append(f"  [{c.n}] {where} ({c.source}; {meta})")
         lines.append("")
@@ -68,8 +74,11 @@ def _progress(node: str, update: dict[str, Any]) -> None:
     for entry in update.get("trail") or []:
         if isinstance(entry, dict):
             detail = f": {entry['detail']}" if entry.get("detail") else ""
-            print(f"  · {entry['node']} [{entry['attempt']}/2] {entry['decision']}{detail}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  · {entry['node']} [{entry['attempt']}/2] {entry['decision']}{detail}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -82,12 +91,22 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
         return 2
     if not llm_configured():
-        print("grounded-agent: no OPENAI_API_KEY or OPENAI_BASE_URL set: offline mode "
-              "(local scoring, extractive answers)", file=sys.stderr)
-    show = not args.json and sys.stderr.isatty() or args.progress
+        print(
+            "grounded-agent: no OPENAI_API_KEY or OPENAI_BASE_URL set: offline mode "
+            "(local scoring, extractive answers)",
+            file=sys.stderr,
+        )
+    show = (not args.json and sys.stderr.isatty()) or args.progress
     try:
-        result = asyncio.run(arun(args.question, sources=args.sources, language=args.language,
-                                  on_step=_progress if show else None, thread_id=args.thread))
+        result = asyncio.run(
+            arun(
+                args.question,
+                sources=args.sources,
+                language=args.language,
+                on_step=_progress if show else None,
+                thread_id=args.thread,
+            )
+        )
     except InvalidQuestion as exc:
         print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
         return 2
@@ -112,12 +131,29 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
-        print(f"documents: {report.documents}, chunks: {report.chunks}, skipped: {report.skipped}, "
-              f"replaced: {report.replaced}, deactivated: {report.deactivated}, "
-              f"errors: {len(report.errors)}")
+        print(
+            f"documents: {report.documents}, chunks: {report.chunks}, skipped: {report.skipped}, "
+            f"replaced: {report.replaced}, deactivated: {report.deactivated}, "
+            f"errors: {len(report.errors)}"
+        )
         for err in report.errors:
             print(f"  error: {err.file}: {err.reason}", file=sys.stderr)
     return 1 if report.errors and not report.documents else 0
+
+
+def parse_demo_questions(text: str) -> list[tuple[str, str]]:
+    """Lines "expected | question (note)"; a trailing note in parentheses is not asked."""
+    cases = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        expected, _, question = line.rpartition("|") if "|" in line else ("", "", line)
+        question = question.strip()
+        if question.endswith(")") and "?" in question:
+            question = question[: question.rindex("?") + 1]
+        cases.append((expected.strip() or "any", question))
+    return cases
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -127,16 +163,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     kb = Path(args.kb)
     report = ingest_paths([kb], open_store(), progress=sys.stderr.isatty())
-    print(f"Knowledge base {kb}: {report.documents} documents, {report.chunks} chunks "
-          f"({report.skipped} unchanged, {len(report.errors)} errors)\n")
-    questions = [q.strip() for q in Path(args.questions).read_text(encoding="utf-8").splitlines()
-                 if q.strip() and not q.lstrip().startswith("#")]
-    for q in questions:
+    print(
+        f"Knowledge base {kb}: {report.documents} documents, {report.chunks} chunks "
+        f"({report.skipped} unchanged, {len(report.errors)} errors)\n"
+    )
+    cases = parse_demo_questions(Path(args.questions).read_text(encoding="utf-8"))
+    tally: dict[str, int] = {}
+    for expected, question in cases:
         print("=" * 78)
-        print(f"Q: {q}")
-        result = asyncio.run(arun(q))
+        print(f"Q: {question}\n   (demo case: {expected})")
+        result = asyncio.run(arun(question))
+        tally[result.status] = tally.get(result.status, 0) + 1
         print(render(result))
         print()
+    print("Statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
     return 0
 
 
@@ -144,8 +184,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         from grounded_agent.serve.app import run
     except ImportError as exc:
-        print(f"grounded-agent: the endpoint needs the 'serve' extra "
-              f"(pip install 'grounded-agent[serve]'): {exc}", file=sys.stderr)
+        print(
+            f"grounded-agent: the endpoint needs the 'serve' extra "
+            f"(pip install 'grounded-agent[serve]'): {exc}",
+            file=sys.stderr,
+        )
         return 2
     run(host=args.host, port=args.port)
     return 0
@@ -207,8 +250,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # the user gets one line; the details go to the log
         log.debug("command failed", exc_info=True)
-        print(f"grounded-agent: {args.command} failed: {type(exc).__name__}. "
-              "Run with -v for details.", file=sys.stderr)
+        print(
+            f"grounded-agent: {args.command} failed: {type(exc).__name__}. "
+            "Run with -v for details.",
+            file=sys.stderr,
+        )
         if args.verbose:
             log.exception("details")
         return 1
