@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -135,7 +136,9 @@ def usage_of(message: BaseMessage) -> dict[str, int]:
     }
 
 
-def check_budget(state: Mapping[str, Any], ctx: Context, spent: dict[str, int] | None = None) -> None:
+def check_budget(
+    state: Mapping[str, Any], ctx: Context, spent: dict[str, int] | None = None
+) -> None:
     """Raises BudgetExhausted when one more model call would break a limit of the question."""
     usage = dict(state.get("usage") or {})
     for k, v in (spent or {}).items():
@@ -163,3 +166,11 @@ def ai_text(message: BaseMessage) -> str:
             for part in message.content
         )
     return str(message.content)
+
+
+async def call_model(runnable: Any, messages: list[Any], state: Mapping[str, Any]) -> Any:
+    """One model call inside what is left of the question's time budget."""
+    left = remaining_time(state)
+    if left <= 0:
+        raise BudgetExhausted("time budget spent")
+    return await asyncio.wait_for(runnable.ainvoke(messages), timeout=min(left, 120.0))

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.citations import check_answer, extractive_draft
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, Deps, ai_text, check_budget, usage_of
+from grounded_agent.deps import BudgetExhausted, Deps, ai_text, call_model, check_budget, usage_of
 from grounded_agent.nodes._common import ctx_of, final_outcomes, step
 from grounded_agent.prompts.answer import (
     ANSWER_USER,
@@ -105,7 +105,8 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         if model is not None:
             try:
                 check_budget(state, ctx)
-                reply = await model.ainvoke(
+                reply = await call_model(
+                    model,
                     [
                         SystemMessage(
                             ctx.answer_system_prompt.format(
@@ -115,7 +116,8 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
                         HumanMessage(
                             ANSWER_USER.format(question=question, sources=format_sources(evidence))
                         ),
-                    ]
+                    ],
+                    state,
                 )
                 usage = usage_of(reply)
                 draft, how = ai_text(reply), "model"

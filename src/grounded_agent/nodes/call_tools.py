@@ -44,9 +44,7 @@ def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
     return [s for s in requested if s not in failed]
 
 
-async def call_tools(
-    state: AgentState, runtime: Runtime[Context], *, deps: Deps
-) -> dict[str, Any]:
+async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     """Only allow-listed tools with schema-valid arguments run; everything else is recorded."""
     ctx = ctx_of(runtime)
     attempt = int(state.get("attempt") or 1)

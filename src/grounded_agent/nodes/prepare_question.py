@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context, parse_sources
-from grounded_agent.deps import BudgetExhausted, Deps, ai_text, check_budget, usage_of
+from grounded_agent.deps import BudgetExhausted, Deps, ai_text, call_model, check_budget, usage_of
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM, CONDENSE_QUESTION_USER
 from grounded_agent.schemas import InvalidQuestion, validate_question
@@ -58,7 +58,8 @@ async def prepare_question(
     if history and model is not None:
         try:
             check_budget(turn, ctx)
-            reply = await model.ainvoke(
+            reply = await call_model(
+                model,
                 [
                     SystemMessage(CONDENSE_QUESTION_SYSTEM),
                     HumanMessage(
@@ -71,7 +72,8 @@ async def prepare_question(
                             question=question,
                         )
                     ),
-                ]
+                ],
+                state,
             )
             usage.update(usage_of(reply))
             standalone = " ".join(ai_text(reply).split())[:500]

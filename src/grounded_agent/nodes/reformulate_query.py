@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, Deps, ai_text, check_budget, usage_of
+from grounded_agent.deps import BudgetExhausted, Deps, ai_text, call_model, check_budget, usage_of
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
 from grounded_agent.state import AgentState
@@ -43,13 +43,15 @@ async def reformulate_query(
     if model is not None:
         try:
             check_budget(state, ctx)
-            reply = await model.ainvoke(
+            reply = await call_model(
+                model,
                 [
                     SystemMessage(ctx.reformulate_query_system_prompt),
                     HumanMessage(
                         REFORMULATE_QUERY_USER.format(question=question, queries="\n".join(tried))
                     ),
-                ]
+                ],
+                state,
             )
             usage = usage_of(reply)
             rewrite = re.sub(r"\s+", " ", ai_text(reply)).strip().strip('"')[:300]

@@ -9,7 +9,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, Deps, check_budget, usage_of
+from grounded_agent.deps import BudgetExhausted, Deps, call_model, check_budget, usage_of
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
@@ -57,7 +57,7 @@ async def score_confidence(
                 state, conf, f"model budget spent ({exc}); local scorer used", "local_scorer", usage
             )
         try:
-            result = await structured.ainvoke(messages)
+            result = await call_model(structured, messages, state)
         except Exception:
             log.exception("confidence call failed (try %d of %d)", attempt + 1, PARSE_TRIES)
             usage["llm_calls"] = usage.get("llm_calls", 0) + 1
