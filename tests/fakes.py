@@ -32,7 +32,9 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         self.received.append(list(messages))
         if len(self.received) > len(self.responses):
             raise AssertionError(f"unscripted model call #{len(self.received)}")
-        return ChatResult(generations=[ChatGeneration(message=self.responses[len(self.received) - 1])])
+        return ChatResult(
+            generations=[ChatGeneration(message=self.responses[len(self.received) - 1])]
+        )
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:  # type: ignore[override]
         self.bound_tools.append(list(tools))
@@ -44,26 +46,44 @@ class ScriptedChatModel(FakeMessagesListChatModel):
 
 
 def tool_call(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"id": call_id, "name": name, "args": args}],
-                     usage_metadata={"input_tokens": 50, "output_tokens": 10, "total_tokens": 60})
+    return AIMessage(
+        content="",
+        tool_calls=[{"id": call_id, "name": name, "args": args}],
+        usage_metadata={"input_tokens": 50, "output_tokens": 10, "total_tokens": 60},
+    )
 
 
 def judgement(level: str, can_answer: bool, reason: str = "scripted") -> AIMessage:
-    return tool_call("ConfidenceJudgement", {"level": level, "can_answer": can_answer, "reason": reason},
-                     "call_judge")
+    return tool_call(
+        "ConfidenceJudgement",
+        {"level": level, "can_answer": can_answer, "reason": reason},
+        "call_judge",
+    )
 
 
 def text(content: str) -> AIMessage:
-    return AIMessage(content=content,
-                     usage_metadata={"input_tokens": 80, "output_tokens": 20, "total_tokens": 100})
+    return AIMessage(
+        content=content,
+        usage_metadata={"input_tokens": 80, "output_tokens": 20, "total_tokens": 100},
+    )
 
 
 def finding(
-    source: SourceName = "knowledge_base", source_id: str = "doc-1", text: str = "", score: float = 0.9,
-    title: str | None = None, **extra: Any,
+    source: SourceName = "knowledge_base",
+    source_id: str = "doc-1",
+    text: str = "",
+    score: float = 0.9,
+    title: str | None = None,
+    **extra: Any,
 ) -> Finding:
-    return Finding(source=source, source_id=source_id, title=title or source_id, text=text,
-                   score=score, **extra)
+    return Finding(
+        source=source,
+        source_id=source_id,
+        title=title or source_id,
+        text=text,
+        score=score,
+        **extra,
+    )
 
 
 class _Args(BaseModel):
@@ -74,8 +94,9 @@ class _Args(BaseModel):
 class ScriptedSource:
     """A source tool whose outcomes are scripted per call; records every query it received."""
 
-    def __init__(self, name: SourceName, outcomes: Sequence[ToolOutcome | Exception],
-                 delay_s: float = 0.0) -> None:
+    def __init__(
+        self, name: SourceName, outcomes: Sequence[ToolOutcome | Exception], delay_s: float = 0.0
+    ) -> None:
         self.name = name
         self.outcomes = list(outcomes)
         self.queries: list[str] = []
@@ -91,8 +112,13 @@ class ScriptedSource:
         return item.model_copy(update={"query": args.query})
 
     def tool(self, timeout_s: float = 5.0) -> SourceTool:
-        return SourceTool(name=self.name, description=f"Search {self.name}.", args_schema=_Args,
-                          func=self, timeout_s=timeout_s)
+        return SourceTool(
+            name=self.name,
+            description=f"Search {self.name}.",
+            args_schema=_Args,
+            func=self,
+            timeout_s=timeout_s,
+        )
 
 
 def found(source: SourceName, *items: Finding) -> ToolOutcome:
@@ -100,7 +126,9 @@ def found(source: SourceName, *items: Finding) -> ToolOutcome:
 
 
 def not_found(source: SourceName) -> ToolOutcome:
-    return ToolOutcome(source=source, query="q", status="not_found", coverage="complete", finding_count=0)
+    return ToolOutcome(
+        source=source, query="q", status="not_found", coverage="complete", finding_count=0
+    )
 
 
 def failed(source: SourceName, kind: str = "unavailable") -> ToolOutcome:

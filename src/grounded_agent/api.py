@@ -16,7 +16,11 @@ from grounded_agent.schemas import AgentResult, InvalidQuestion, validate_questi
 
 def _inputs(question: str, sources: list[str] | str | None, language: str | None) -> dict[str, Any]:
     """Validates before any model or tool call, so bad input costs nothing and loses nothing."""
-    payload: dict[str, Any] = {"question": validate_question(question)}
+    # every input key is set, None included: in a thread, a key left out would keep the
+    # previous turn's value (and `sources` then holds that turn's per-source reports)
+    payload: dict[str, Any] = {
+        "question": validate_question(question), "sources": None, "language": None
+    }
     if sources:
         try:
             payload["sources"] = list(parse_sources(sources))
@@ -41,6 +45,24 @@ def _graph(
     return agent
 
 
+@asynccontextmanager
+async def _graph_for(
+    graph: CompiledStateGraph[Any, Any, Any, Any] | None, thread_id: str | None
+) -> AsyncIterator[CompiledStateGraph[Any, Any, Any, Any]]:
+    """The graph to run. A thread on the default graph gets a checkpointed copy on the store's
+    database, opened in this event loop (the saver's pool cannot cross loops); a caller's own
+    graph is used as given, with whatever checkpointer it was compiled with."""
+    if graph is not None or not thread_id:
+        yield _graph(graph)
+        return
+    from grounded_agent.checkpoint import open_checkpointer
+    from grounded_agent.graph.agent import default_deps
+    from grounded_agent.graph.builder import build_graph
+
+    async with open_checkpointer(store=default_deps.get_store()) as saver:
+        yield build_graph(deps=default_deps, checkpointer=saver)
+
+
 async def aask(
     question: str,
     *,
@@ -52,9 +74,8 @@ async def aask(
 ) -> AgentResult:
     """Answers one question; raises InvalidQuestion for input the agent refuses."""
     payload = _inputs(question, sources, language)
-    out = await _graph(graph).ainvoke(
-        payload, config=_config(thread_id), context=context or Context()
-    )
+    async with _graph_for(graph, thread_id) as g:
+        out = await g.ainvoke(payload, config=_config(thread_id), context=context or Context())
     return AgentResult.model_validate(out)
 
 
@@ -93,17 +114,18 @@ async def arun(
     """`aask` that reports each node's update to `on_step` as it happens (CLI progress)."""
     payload = _inputs(question, sources, language)
     final: dict[str, Any] = {}
-    async for mode, chunk in _graph(graph).astream(
-        payload,
-        config=_config(thread_id),
-        context=context or Context(),
-        stream_mode=["updates", "values"],
-    ):
-        if mode == "values" and isinstance(chunk, dict):
-            final = dict(chunk)
-        elif on_step is not None and isinstance(chunk, dict):
-            for node, update in chunk.items():
-                on_step(node, dict(update or {}))
+    async with _graph_for(graph, thread_id) as g:
+        async for mode, chunk in g.astream(
+            payload,
+            config=_config(thread_id),
+            context=context or Context(),
+            stream_mode=["updates", "values"],
+        ):
+            if mode == "values" and isinstance(chunk, dict):
+                final = dict(chunk)
+            elif on_step is not None and isinstance(chunk, dict):
+                for node, update in chunk.items():
+                    on_step(node, dict(update or {}))
     return AgentResult.model_validate(final)
 
 

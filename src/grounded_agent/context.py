@@ -27,7 +27,9 @@ def parse_sources(raw: str | list[str]) -> list[SourceName]:
     items = [s.strip() for s in (raw.split(",") if isinstance(raw, str) else raw) if s.strip()]
     unknown = [s for s in items if s not in SOURCE_NAMES]
     if unknown:
-        raise ValueError(f"unknown source(s): {', '.join(unknown)}; choose from {', '.join(SOURCE_NAMES)}")
+        raise ValueError(
+            f"unknown source(s): {', '.join(unknown)}; choose from {', '.join(SOURCE_NAMES)}"
+        )
     out: list[SourceName] = []
     for s in items:
         if s not in out:
@@ -67,18 +69,23 @@ class Context:
     )
     top_k: int = field(default=5, metadata={"description": "Passages fetched per source call."})
     max_tool_calls_per_attempt: int = field(
-        default=3, metadata={"description": "Tool calls executed per attempt; extra calls are rejected."}
+        default=3,
+        metadata={"description": "Tool calls executed per attempt; extra calls are rejected."},
     )
     max_model_rounds: int = field(
         default=4, metadata={"description": "Tool-calling model rounds per question."}
     )
     max_model_calls: int = field(
         default=5,
-        metadata={"description": "Model calls per question, all nodes together (5 is the hard cap)."},
+        metadata={
+            "description": "Model calls per question, all nodes together (5 is the hard cap)."
+        },
     )
     token_budget: int = field(
         default=24_000,
-        metadata={"description": "Input plus output tokens per question; past it the agent stops asking the model."},
+        metadata={
+            "description": "Input plus output tokens per question; past it the agent stops asking the model."
+        },
     )
     time_budget_s: float = field(
         default=45.0, metadata={"description": "Wall-clock budget per question, in seconds."}
@@ -87,13 +94,15 @@ class Context:
         default=12.0, metadata={"description": "Timeout of one source call, in seconds."}
     )
     stale_after_days: int = field(
-        default=182, metadata={"description": "A cited document older than this gets a stale_source warning."}
+        default=182,
+        metadata={"description": "A cited document older than this gets a stale_source warning."},
     )
     wikipedia_language: str = field(
         default="en", metadata={"description": "Language edition of Wikipedia searched."}
     )
     call_tools_system_prompt: str = field(
-        default=CALL_TOOLS_SYSTEM, metadata={"description": "System prompt of the tool-calling step."}
+        default=CALL_TOOLS_SYSTEM,
+        metadata={"description": "System prompt of the tool-calling step."},
     )
     score_confidence_system_prompt: str = field(
         default=SCORE_CONFIDENCE_SYSTEM,
@@ -113,7 +122,11 @@ class Context:
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
         self.sources = list(parse_sources(self.sources))
         for name in (
-            "top_k", "max_tool_calls_per_attempt", "max_model_rounds", "max_model_calls", "token_budget"
+            "top_k",
+            "max_tool_calls_per_attempt",
+            "max_model_rounds",
+            "max_model_calls",
+            "token_budget",
         ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1")
@@ -125,7 +138,15 @@ class Context:
 
 # Keys a remote client may set through config["configurable"]; prompts and budgets stay server-side.
 CLIENT_CONFIGURABLE: frozenset[str] = frozenset(
-    {"model", "sources", "found_threshold", "low_threshold", "top_k", "wikipedia_language", "max_attempts"}
+    {
+        "model",
+        "sources",
+        "found_threshold",
+        "low_threshold",
+        "top_k",
+        "wikipedia_language",
+        "max_attempts",
+    }
 )
 
 
@@ -137,4 +158,3 @@ def context_from_config(
     allow = names if allowed is None else names & allowed
     kwargs = {k: v for k, v in (configurable or {}).items() if k in allow}
     return Context(**kwargs)
-

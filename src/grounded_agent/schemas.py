@@ -11,7 +11,9 @@ SourceName = Literal["knowledge_base", "wikipedia", "web"]
 SOURCE_NAMES: tuple[SourceName, ...] = ("knowledge_base", "wikipedia", "web")
 
 OutcomeStatus = Literal["found", "low_relevance", "not_found", "error"]
-ErrorKind = Literal["timeout", "rate_limit", "auth", "config", "unavailable", "bad_response", "unknown"]
+ErrorKind = Literal[
+    "timeout", "rate_limit", "auth", "config", "unavailable", "bad_response", "unknown"
+]
 Coverage = Literal["complete", "partial", "unavailable"]
 
 AnswerStatus = Literal["answered", "answered_with_caveat", "partial", "not_found", "unavailable"]
@@ -45,8 +47,12 @@ class Finding(BaseModel):
     indexed_at: datetime | None = None
     language: str | None = None
     chunk_index: int | None = None
-    score: float = Field(ge=0.0, le=1.0, description="Calibrated relevance: >=0.75 answers, <0.55 not.")
-    raw_score: float | None = Field(default=None, description="The backend's own score (cosine...).")
+    score: float = Field(
+        ge=0.0, le=1.0, description="Calibrated relevance: >=0.75 answers, <0.55 not."
+    )
+    raw_score: float | None = Field(
+        default=None, description="The backend's own score (cosine...)."
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -71,7 +77,9 @@ class ToolOutcome(BaseModel):
     error_kind: ErrorKind | None = None
     finding_count: int | None = None
     items: list[Finding] = Field(default_factory=list)
-    detail: str | None = Field(default=None, description="Technical detail for logs, never for users.")
+    detail: str | None = Field(
+        default=None, description="Technical detail for logs, never for users."
+    )
     elapsed_ms: float = 0.0
 
     @model_validator(mode="after")

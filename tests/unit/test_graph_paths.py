@@ -18,8 +18,9 @@ from tests.fakes import (
     tool_call,
 )
 
-PRO = ("The Pro plan costs 49 EUR per user per month. It includes priority support and "
-       "single sign-on.")
+PRO = (
+    "The Pro plan costs 49 EUR per user per month. It includes priority support and single sign-on."
+)
 CTX = Context(sources=["knowledge_base"])
 
 
@@ -28,12 +29,18 @@ def graph(model, **sources):  # type: ignore[no-untyped-def]
 
 
 async def test_found_answers_in_two_model_calls() -> None:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "Pro plan price"}),
-        text("The Pro plan costs 49 EUR per user per month [1]."),
-    ])
-    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX)
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "Pro plan price"}),
+            text("The Pro plan costs 49 EUR per user per month [1]."),
+        ]
+    )
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert result.status == "answered"
     assert model.calls == 2
     assert result.usage.llm_calls == 2
@@ -43,34 +50,64 @@ async def test_found_answers_in_two_model_calls() -> None:
     assert kb.queries == ["Pro plan price"]
     # today's date reaches the tool-choosing prompt
     from datetime import date
+
     assert date.today().isoformat() in str(model.received[0][0].content)
 
 
 async def test_low_then_reformulate_then_found() -> None:
-    kb = ScriptedSource("knowledge_base", [
-        found("knowledge_base", finding(source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6)),
-        found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9)),
-    ])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "Pro tier fee"}),
-        judgement("LOW", False),
-        text("Pro plan price"),
-        text("The Pro plan costs 49 EUR per user per month [1]."),
-    ])
-    result = await aask("What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=CTX)
+    kb = ScriptedSource(
+        "knowledge_base",
+        [
+            found(
+                "knowledge_base",
+                finding(
+                    source_id="faq",
+                    text="Pro tier customers can change their plan every month.",
+                    score=0.6,
+                ),
+            ),
+            found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9)),
+        ],
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "Pro tier fee"}),
+            judgement("LOW", False),
+            text("Pro plan price"),
+            text("The Pro plan costs 49 EUR per user per month [1]."),
+        ]
+    )
+    result = await aask(
+        "What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert result.attempts == 2
-    assert result.queries == ["Pro tier fee", "Pro plan price"] or result.queries[-1] == "Pro plan price"
+    assert (
+        result.queries == ["Pro tier fee", "Pro plan price"]
+        or result.queries[-1] == "Pro plan price"
+    )
     assert result.status == "answered"
     assert [t.node for t in result.trail].count("reformulate_query") == 1
 
 
 async def test_low_twice_ends_not_found_after_two_attempts_never_three() -> None:
-    weak = found("knowledge_base", finding(source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6))
+    weak = found(
+        "knowledge_base",
+        finding(
+            source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6
+        ),
+    )
     kb = ScriptedSource("knowledge_base", [weak, weak, weak])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "x"}), judgement("LOW", False), text("y"), judgement("LOW", False),
-    ])
-    result = await aask("What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=CTX)
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "x"}),
+            judgement("LOW", False),
+            text("y"),
+            judgement("LOW", False),
+        ]
+    )
+    result = await aask(
+        "What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert result.status == "not_found"
     assert result.attempts == 2
     assert len(kb.queries) == 2
@@ -80,8 +117,12 @@ async def test_low_twice_ends_not_found_after_two_attempts_never_three() -> None
 
 async def test_not_relevant_short_circuits_after_one_attempt() -> None:
     kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.7))])
-    model = ScriptedChatModel(responses=[tool_call("knowledge_base", {"query": "q"}), judgement("NOT_RELEVANT", False)])
-    result = await aask("What is the capital of Peru?", graph=graph(model, knowledge_base=kb), context=CTX)
+    model = ScriptedChatModel(
+        responses=[tool_call("knowledge_base", {"query": "q"}), judgement("NOT_RELEVANT", False)]
+    )
+    result = await aask(
+        "What is the capital of Peru?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert result.status == "not_found"
     assert result.attempts == 1
     assert len(kb.queries) == 1
@@ -92,23 +133,36 @@ async def test_every_source_failing_is_unavailable_without_reformulation_or_fact
     kb = ScriptedSource("knowledge_base", [failed("knowledge_base", "timeout")])
     wiki = ScriptedSource("wikipedia", [failed("wikipedia", "unavailable")])
     model = ScriptedChatModel(responses=[tool_call("knowledge_base", {"query": "q"})])
-    result = await aask("What does the Pro plan cost?", sources=["knowledge_base", "wikipedia"],
-                        graph=graph(model, knowledge_base=kb, wikipedia=wiki), context=CTX)
+    result = await aask(
+        "What does the Pro plan cost?",
+        sources=["knowledge_base", "wikipedia"],
+        graph=graph(model, knowledge_base=kb, wikipedia=wiki),
+        context=CTX,
+    )
     assert result.status == "unavailable"
     assert result.status != "not_found"  # negative control: a failure is not an absence
     assert result.attempts == 1 and len(kb.queries) == 1
     assert result.citations == []
     assert "49" not in result.answer
-    assert {s.source: s.status for s in result.sources} == {"knowledge_base": "error", "wikipedia": "error"}
+    assert {s.source: s.status for s in result.sources} == {
+        "knowledge_base": "error",
+        "wikipedia": "error",
+    }
     assert all(s.finding_count is None for s in result.sources)
     assert model.calls == 1
 
 
 async def test_one_source_failing_one_found_is_partial_and_names_the_failed_one() -> None:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
     web = ScriptedSource("web", [failed("web", "config")])
-    result = await aask("What does the Pro plan cost?", sources=["knowledge_base", "web"],
-                        graph=graph(None, knowledge_base=kb, web=web), context=CTX)
+    result = await aask(
+        "What does the Pro plan cost?",
+        sources=["knowledge_base", "web"],
+        graph=graph(None, knowledge_base=kb, web=web),
+        context=CTX,
+    )
     assert result.status == "partial"
     assert "web search" in result.answer
     assert result.citations and result.citations[0].source == "knowledge_base"
@@ -117,11 +171,17 @@ async def test_one_source_failing_one_found_is_partial_and_names_the_failed_one(
 
 async def test_unparseable_confidence_output_becomes_low_after_one_retry() -> None:
     kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.7))])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "q"}), text("I think it is fine"), text("still prose"),
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "q"}),
+            text("I think it is fine"),
+            text("still prose"),
+        ]
+    )
     ctx = Context(sources=["knowledge_base"], max_attempts=1)
-    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=ctx)
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=ctx
+    )
     assert result.confidence.level == "LOW"
     assert result.confidence.can_answer is False
     assert result.status == "not_found"
@@ -129,24 +189,38 @@ async def test_unparseable_confidence_output_becomes_low_after_one_retry() -> No
 
 
 async def test_unknown_tool_name_is_rejected_before_execution() -> None:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.9, title="Pricing"))])
-    model = ScriptedChatModel(responses=[
-        tool_call("delete_everything", {"query": "q"}),
-        text("The Pro plan costs 49 EUR per user per month [1]."),
-    ])
-    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX)
-    assert any(w.kind == "rejected_tool_call" and "delete_everything" in w.detail for w in result.warnings)
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.9, title="Pricing"))]
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("delete_everything", {"query": "q"}),
+            text("The Pro plan costs 49 EUR per user per month [1]."),
+        ]
+    )
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
+    assert any(
+        w.kind == "rejected_tool_call" and "delete_everything" in w.detail for w in result.warnings
+    )
     assert kb.queries  # the allowed source was still searched
     assert result.status == "answered"
 
 
 async def test_invalid_arguments_are_rejected() -> None:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.9, title="Pricing"))])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "q", "k": 500}),
-        text("The Pro plan costs 49 EUR per user per month [1]."),
-    ])
-    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX)
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.9, title="Pricing"))]
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "q", "k": 500}),
+            text("The Pro plan costs 49 EUR per user per month [1]."),
+        ]
+    )
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert any(w.kind == "rejected_tool_call" and "k" in w.detail for w in result.warnings)
     assert kb.queries == ["What does the Pro plan cost?"]  # fixed routing replaced the bad call
 
@@ -154,11 +228,17 @@ async def test_invalid_arguments_are_rejected() -> None:
 async def test_marker_without_source_is_removed() -> None:
     items = [finding(source_id=f"d{i}", title=f"Doc {i}", text=PRO, score=0.9) for i in range(3)]
     kb = ScriptedSource("knowledge_base", [found("knowledge_base", *items)])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "q"}),
-        text("The Pro plan costs 49 EUR per user per month [7]. It includes priority support [1]."),
-    ])
-    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX)
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "q"}),
+            text(
+                "The Pro plan costs 49 EUR per user per month [7]. It includes priority support [1]."
+            ),
+        ]
+    )
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert "[7]" not in result.answer
     assert any(w.kind == "citation_removed" and "[7]" in w.detail for w in result.warnings)
     assert [c.n for c in result.citations] == [1]
@@ -166,40 +246,65 @@ async def test_marker_without_source_is_removed() -> None:
 
 
 async def test_unsupported_sentence_is_removed() -> None:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "q"}),
-        text("The Pro plan costs 49 EUR per user per month [1]. "
-             "Enterprise customers get a dedicated Kubernetes cluster in Frankfurt [1]."),
-    ])
-    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX)
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "q"}),
+            text(
+                "The Pro plan costs 49 EUR per user per month [1]. "
+                "Enterprise customers get a dedicated Kubernetes cluster in Frankfurt [1]."
+            ),
+        ]
+    )
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert "Kubernetes" not in result.answer
     assert "49 EUR" in result.answer
     assert any(w.kind == "unsupported_sentence" for w in result.warnings)
 
 
 async def test_changed_number_is_unsupported() -> None:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "q"}),
-        text("The Pro plan costs 59 EUR per user per month [1]."),
-    ])
-    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX)
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "q"}),
+            text("The Pro plan costs 59 EUR per user per month [1]."),
+        ]
+    )
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert result.status == "not_found"
     assert "59" not in result.answer
 
 
 async def test_model_call_budget_is_two_at_best_and_five_at_worst() -> None:
-    weak = found("knowledge_base", finding(source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6))
-    kb = ScriptedSource("knowledge_base", [weak, found("knowledge_base", finding(text=PRO, score=0.7))])
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "q"}),
-        judgement("LOW", False),
-        text("Pro plan price"),
-        judgement("MEDIUM", True),
-        text("The Pro plan costs 49 EUR per user per month [1]."),
-    ])
-    result = await aask("What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=CTX)
+    weak = found(
+        "knowledge_base",
+        finding(
+            source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6
+        ),
+    )
+    kb = ScriptedSource(
+        "knowledge_base", [weak, found("knowledge_base", finding(text=PRO, score=0.7))]
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "q"}),
+            judgement("LOW", False),
+            text("Pro plan price"),
+            judgement("MEDIUM", True),
+            text("The Pro plan costs 49 EUR per user per month [1]."),
+        ]
+    )
+    result = await aask(
+        "What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
     assert model.calls == 5
     assert result.usage.llm_calls == 5
     assert result.status == "answered_with_caveat"
@@ -218,8 +323,12 @@ async def test_invalid_question_is_refused_before_any_call() -> None:
 
 
 async def test_offline_not_found_says_what_was_searched() -> None:
-    kb = ScriptedSource("knowledge_base", [not_found("knowledge_base"), not_found("knowledge_base")])
-    result = await aask("Who won the 1954 World Cup?", graph=graph(None, knowledge_base=kb), context=CTX)
+    kb = ScriptedSource(
+        "knowledge_base", [not_found("knowledge_base"), not_found("knowledge_base")]
+    )
+    result = await aask(
+        "Who won the 1954 World Cup?", graph=graph(None, knowledge_base=kb), context=CTX
+    )
     assert result.status == "not_found"
     assert result.attempts == 2
     assert "knowledge base" in result.answer
@@ -230,7 +339,9 @@ async def test_offline_not_found_says_what_was_searched() -> None:
 
 async def test_raising_tool_becomes_error_outcome_not_crash() -> None:
     kb = ScriptedSource("knowledge_base", [RuntimeError("connection refused at 10.0.0.1")])
-    result = await aask("What does the Pro plan cost?", graph=graph(None, knowledge_base=kb), context=CTX)
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(None, knowledge_base=kb), context=CTX
+    )
     assert result.status == "unavailable"
     assert "10.0.0.1" not in result.model_dump_json()
     assert "RuntimeError" not in result.answer

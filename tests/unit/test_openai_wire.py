@@ -22,29 +22,59 @@ PRO = "The Pro plan costs 49 EUR per user per month. It includes priority suppor
 
 
 def completion(message: dict[str, Any], prompt: int = 120, out: int = 12) -> httpx2.Response:
-    return httpx2.Response(200, json={
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "message": {"role": "assistant", **message},
-                     "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
-    })
+    return httpx2.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", **message},
+                    "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": out,
+                "total_tokens": prompt + out,
+            },
+        },
+    )
 
 
 def fn_call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-    return {"content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-    ]}
+    return {
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
 
 
-async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wire(caplog: Any) -> None:
+async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wire(
+    caplog: Any,
+) -> None:
     caplog.set_level("DEBUG")
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.7))])
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.7))]
+    )
     web = ScriptedSource("web", [failed("web", "rate_limit")])
     replies = [
         completion(fn_call("knowledge_base", {"query": "Pro plan price", "k": 3}, "call_kb")),
-        completion(fn_call("ConfidenceJudgement",
-                           {"level": "HIGH", "reason": "passage 1 states the price", "can_answer": True},
-                           "call_judge")),
+        completion(
+            fn_call(
+                "ConfidenceJudgement",
+                {"level": "HIGH", "reason": "passage 1 states the price", "can_answer": True},
+                "call_judge",
+            )
+        ),
         completion({"content": "The Pro plan costs 49 EUR per user per month [1]."}),
     ]
     requests: list[httpx2.Request] = []
@@ -54,11 +84,20 @@ async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wi
         requests.append(request)
         return replies[len(requests) - 1]
 
-    model = ChatOpenAI(model="gpt-4o-mini", base_url="https://llm.test/v1", api_key=KEY, max_retries=0,
-                       http_async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    model = ChatOpenAI(
+        model="gpt-4o-mini",
+        base_url="https://llm.test/v1",
+        api_key=KEY,
+        max_retries=0,
+        http_async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
     graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool(), "web": web.tool()})
-    result = await aask("What does the Pro plan cost?", sources=["knowledge_base", "web"],
-                        graph=graph, context=Context())
+    result = await aask(
+        "What does the Pro plan cost?",
+        sources=["knowledge_base", "web"],
+        graph=graph,
+        context=Context(),
+    )
     bodies = [json.loads(r.content) for r in requests]
     assert requests[0].headers["authorization"] == f"Bearer {KEY}"  # the key goes on the wire only
     assert len(bodies) == 3
@@ -66,11 +105,16 @@ async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wi
     assert {t["function"]["name"] for t in bodies[0]["tools"]} == {"knowledge_base", "web"}
     # 2: the confidence call carries the tool dialog, with the failed source as an error message
     tool_msgs = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
-    assert any("SOURCE UNAVAILABLE" in m["content"] and "Do not answer from memory" in m["content"]
-               for m in tool_msgs)
-    assert any("STATUS: low_relevance" in m["content"] or "STATUS: found" in m["content"] for m in tool_msgs)
+    assert any(
+        "SOURCE UNAVAILABLE" in m["content"] and "Do not answer from memory" in m["content"]
+        for m in tool_msgs
+    )
+    assert any(
+        "STATUS: low_relevance" in m["content"] or "STATUS: found" in m["content"]
+        for m in tool_msgs
+    )
     assert bodies[1]["tools"][0]["function"]["name"] == "ConfidenceJudgement"
-    assistant = [m for m in bodies[1]["messages"] if m["role"] == "assistant"][0]
+    assistant = next(m for m in bodies[1]["messages"] if m["role"] == "assistant")
     assert {tc["id"] for tc in assistant["tool_calls"]} == {m["tool_call_id"] for m in tool_msgs}
     # the model's own arguments reached the tool
     assert kb.queries == ["Pro plan price"]

@@ -33,7 +33,7 @@ RECURSION_LIMIT = 12
 
 def build_graph(
     *,
-    chat_model: BaseChatModel | None | Any = _AUTO,
+    chat_model: BaseChatModel | Any | None = _AUTO,
     store: KnowledgeStore | None = None,
     tools: dict[SourceName, SourceTool] | None = None,
     checkpointer: Checkpointer = None,

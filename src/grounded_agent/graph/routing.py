@@ -32,4 +32,6 @@ def route_after_confidence(state: Mapping[str, Any]) -> Literal["reformulate_que
     level = (state.get("confidence") or {}).get("level")
     if level == "LOW" and can_requery(state):
         return "reformulate_query"
-    return "answer"  # HIGH/MEDIUM answer; NOT_RELEVANT short-circuits: no rewrite finds a missing doc
+    return (
+        "answer"  # HIGH/MEDIUM answer; NOT_RELEVANT short-circuits: no rewrite finds a missing doc
+    )

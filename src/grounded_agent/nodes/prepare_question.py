@@ -30,7 +30,10 @@ async def prepare_question(
     ctx = ctx_of(runtime)
     question = validate_question(state.get("question"))
     try:
-        requested = parse_sources(state.get("sources") or ctx.sources)
+        # in a thread, `sources` may still hold the previous turn's reports: only names count
+        raw = state.get("sources")
+        names = raw if raw and all(isinstance(x, str) for x in raw) else ctx.sources
+        requested = parse_sources(names)
     except ValueError as exc:
         raise InvalidQuestion(str(exc)) from exc
     turn: dict[str, Any] = {

@@ -44,24 +44,36 @@ class SourceTool:
 
     async def run(self, args: BaseModel | dict[str, Any]) -> ToolOutcome:
         """Runs the tool within its timeout; any failure becomes an error outcome, never a raise."""
-        query = str(getattr(args, "query", None) or (args.get("query") if isinstance(args, dict) else "") or "")
+        query = str(
+            getattr(args, "query", None)
+            or (args.get("query") if isinstance(args, dict) else "")
+            or ""
+        )
         started = time.perf_counter()
         try:
             parsed = args if isinstance(args, BaseModel) else self.validate(args)
             return await asyncio.wait_for(self.func(parsed), timeout=self.timeout_s)
         except ValidationError as exc:
-            log.warning("tool %s rejected arguments: %s", self.name, exc.errors(include_input=False))
+            log.warning(
+                "tool %s rejected arguments: %s", self.name, exc.errors(include_input=False)
+            )
             return ToolOutcome.error(self.name, query, "config", "invalid arguments")
         except TimeoutError:
             log.warning("tool %s timed out after %.1fs", self.name, self.timeout_s)
             return ToolOutcome.error(
-                self.name, query, "timeout", f"no answer within {self.timeout_s:.1f}s",
+                self.name,
+                query,
+                "timeout",
+                f"no answer within {self.timeout_s:.1f}s",
                 elapsed_ms=(time.perf_counter() - started) * 1000,
             )
         except Exception as exc:  # a tool must never raise into the graph
             log.exception("tool %s failed unexpectedly", self.name)
             return ToolOutcome.error(
-                self.name, query, "unknown", type(exc).__name__,
+                self.name,
+                query,
+                "unknown",
+                type(exc).__name__,
                 elapsed_ms=(time.perf_counter() - started) * 1000,
             )
 
@@ -70,5 +82,9 @@ class SourceTool:
         from langchain_core.utils.function_calling import convert_to_openai_tool
 
         return convert_to_openai_tool(
-            {**self.args_schema.model_json_schema(), "title": self.name, "description": self.description}
+            {
+                **self.args_schema.model_json_schema(),
+                "title": self.name,
+                "description": self.description,
+            }
         )

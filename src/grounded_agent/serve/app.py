@@ -1,0 +1,377 @@
+"""The LangServe endpoint: /agent (invoke, batch, stream, schemas, playground) and /healthz.
+
+Limits and auth sit in one ASGI middleware in front of everything, so a refused request costs
+nothing: no body parsing, no graph run. Settings come from the environment (`ServeSettings`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
+from grounded_agent.graph.builder import RECURSION_LIMIT
+from grounded_agent.schemas import InvalidQuestion
+from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
+from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
+from grounded_agent.store.errors import StoreError
+
+if TYPE_CHECKING:
+    from grounded_agent.store import KnowledgeStore
+
+log = logging.getLogger("grounded_agent.serve")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+OPEN_PATHS = frozenset({"/healthz"})
+"""Reachable without an API key: a load balancer's probe carries none."""
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeSettings:
+    """Endpoint limits; `from_env()` reads GROUNDED_AGENT_API_KEY, _MAX_BODY, _MAX_CONCURRENCY."""
+
+    api_key: str | None = field(default=None, repr=False)
+    max_body: int = 64 * 1024
+    max_concurrency: int = 8
+    retry_after_s: int = 2
+
+    @classmethod
+    def from_env(cls) -> ServeSettings:
+        return cls(
+            api_key=os.environ.get("GROUNDED_AGENT_API_KEY") or None,
+            max_body=_int_env("GROUNDED_AGENT_MAX_BODY", 64 * 1024),
+            max_concurrency=_int_env("GROUNDED_AGENT_MAX_CONCURRENCY", 8),
+        )
+
+
+async def _send_json(
+    scope: Scope, send: Send, status: int, body: dict[str, Any], headers: dict[str, str]
+) -> None:
+    response = JSONResponse(body, status_code=status, headers=headers)
+    await response(scope, _no_receive, send)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+class GuardMiddleware:
+    """API key (401), body size (413) and concurrency (503 + Retry-After), in that order.
+
+    Pure ASGI rather than BaseHTTPMiddleware, so streamed responses pass through untouched and a
+    concurrency slot stays held until the last event of a stream is sent.
+    """
+
+    def __init__(self, app: ASGIApp, settings: ServeSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.active = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
+        key = self.settings.api_key
+        if key is not None:
+            given = headers.get("x-api-key", b"")
+            if not hmac.compare_digest(given, key.encode("utf-8")):
+                await _send_json(
+                    scope, send, 401, error_body("unauthorized", "missing or wrong X-API-Key header"), {}
+                )
+                return
+        if scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self._run(scope, receive, send)
+            return
+        too_big = error_body(
+            "request_too_large", f"the request body is larger than {self.settings.max_body} bytes"
+        )
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.isdigit() or int(length) > self.settings.max_body:
+                await _send_json(scope, send, 413, too_big, {"Connection": "close"})
+                return
+        else:  # chunked: read at most the limit, then replay what was read
+            body, more = b"", True
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                body += message.get("body", b"")
+                more = bool(message.get("more_body"))
+                if len(body) > self.settings.max_body:
+                    await _send_json(scope, send, 413, too_big, {"Connection": "close"})
+                    return
+            receive = _replay(body)
+        if self.active >= self.settings.max_concurrency:
+            await _send_json(
+                scope,
+                send,
+                503,
+                error_body(
+                    "overloaded",
+                    f"{self.active} requests are running, the limit; retry shortly",
+                ),
+                {"Retry-After": str(self.settings.retry_after_s)},
+            )
+            return
+        self.active += 1
+        try:
+            await self._run(scope, receive, send)
+        finally:
+            self.active -= 1
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Runs the app; an error after the response started (a failing stream, which has
+        already sent its `error` event) ends the body cleanly instead of cutting the connection."""
+        started = ended = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started, ended
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                ended = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if not started:
+                raise
+            incident = uuid.uuid4().hex[:12]
+            log.error("stream failed (incident %s): %s", incident, type(exc).__name__, exc_info=exc)
+            if not ended:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def _config_modifier(
+    max_concurrency: int, threads: bool
+) -> Callable[[dict[str, Any], Request], Awaitable[dict[str, Any]]]:
+    """Builds each run's config from what the client may set; anything else is a 400."""
+
+    async def modify(config: dict[str, Any], request: Request) -> dict[str, Any]:
+        # LangServe's config model drops unknown keys silently; the raw body still shows them
+        raw = await _raw_configurable(request)
+        sent = {k: v for k, v in (config.get("configurable") or {}).items() if v is not None}
+        unknown = sorted((set(raw) | set(sent)) - ALLOWED_CONFIGURABLE)
+        if unknown:
+            raise HTTPException(
+                400,
+                error_body(
+                    "config_not_allowed",
+                    f"configurable key(s) not accepted: {', '.join(unknown)}",
+                    allowed=sorted(ALLOWED_CONFIGURABLE),
+                ),
+            )
+        if sent.get("thread_id") and not threads:
+            raise HTTPException(
+                400, error_body("threads_disabled", "this server keeps no conversation threads")
+            )
+        try:  # the same check the graph would make, but before anything runs
+            context_from_config(sent, allowed=CLIENT_CONFIGURABLE)
+        except (TypeError, ValueError) as exc:
+            raise HTTPException(400, error_body("invalid_config", str(exc))) from None
+        return {
+            **{k: v for k, v in config.items() if k != "configurable"},
+            "configurable": sent,
+            "recursion_limit": RECURSION_LIMIT,
+            "max_concurrency": max_concurrency,
+        }
+
+    return modify
+
+
+async def _raw_configurable(request: Request) -> dict[str, Any]:
+    """config.configurable as the client sent it in the JSON body (Starlette caches the body)."""
+    try:
+        body = await request.json()
+    except ValueError:
+        return {}
+    config = body.get("config") if isinstance(body, dict) else None
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    return configurable if isinstance(configurable, dict) else {}
+
+
+def _validation_message(errors: Any) -> tuple[str, list[dict[str, Any]]]:
+    """Pydantic errors as one sentence plus a list without echoed objects."""
+    items: list[dict[str, Any]] = []
+    for err in errors or []:
+        if isinstance(err, dict):
+            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            loc = [str(x) for x in err.get("loc", ()) if x not in ("body",)]
+            items.append({"loc": loc, "msg": msg})
+        else:
+            items.append({"loc": [], "msg": str(err)})
+    sentence = "; ".join(
+        f"{'.'.join(i['loc'])}: {i['msg']}" if i["loc"] else i["msg"] for i in items
+    )
+    return sentence or "invalid request", items
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    """Every error is JSON with a code and a sentence; no stack traces, no internals."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        sentence, items = _validation_message(exc.errors())
+        return JSONResponse(error_body("invalid_input", sentence, errors=items), status_code=422)
+
+    @app.exception_handler(InvalidQuestion)
+    async def _invalid_question(request: Request, exc: InvalidQuestion) -> JSONResponse:
+        return JSONResponse(error_body("invalid_input", str(exc)), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        body = exc.detail if isinstance(exc.detail, dict) else error_body(
+            "http_error", str(exc.detail)
+        )
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(StoreError)
+    async def _store(request: Request, exc: StoreError) -> JSONResponse:
+        log.warning("database unavailable: %s", exc)
+        return JSONResponse(
+            error_body("unavailable", "the database is unavailable; retry later"),
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        incident = uuid.uuid4().hex[:12]
+        log.error("request failed (incident %s): %s", incident, type(exc).__name__, exc_info=exc)
+        return JSONResponse(
+            error_body(
+                "internal_error",
+                "the agent failed on this request; the server log has the details",
+                incident=incident,
+            ),
+            status_code=500,
+        )
+
+
+def create_app(
+    graph: Graph | None = None,
+    *,
+    store: KnowledgeStore | None = None,
+    settings: ServeSettings | None = None,
+    threads: bool = True,
+    database_url: str | None = None,
+) -> FastAPI:
+    """The FastAPI app. Tests inject a graph built from scripted parts and a store on their own
+    database; by default the graph and /healthz share the configured knowledge store.
+
+    threads=True keeps conversation threads in PostgreSQL (database_url, else the store's).
+    """
+    from langserve import add_routes
+
+    settings = settings or ServeSettings.from_env()
+    if store is None:
+        from grounded_agent.store import open_store
+
+        store = open_store()
+    if graph is None:
+        from grounded_agent.graph.builder import build_graph
+
+        graph = build_graph(store=store)
+    thread_graphs = ThreadGraphs(store, database_url) if threads else None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if thread_graphs is not None:
+            await thread_graphs.aclose()
+
+    app = FastAPI(
+        title="grounded-agent",
+        version="0.1.0",
+        description="Answers only from evidence it retrieved, and cites it.",
+        lifespan=lifespan,
+    )
+    _install_error_handlers(app)
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        """200 when the knowledge-base database answers, 503 with the reason when it does not."""
+        health = await store.ahealthcheck()
+        body = health.model_dump(mode="json", exclude_none=True)
+        if health.ok:
+            return JSONResponse({"status": "ok", **body})
+        return JSONResponse(
+            {"status": "unavailable", "error": "database_unavailable", **body}, status_code=503
+        )
+
+    add_routes(
+        app,
+        AgentRunnable(graph, thread_graphs),
+        path="/agent",
+        enabled_endpoints=(
+            "invoke",
+            "batch",
+            "stream",
+            "stream_log",
+            "input_schema",
+            "output_schema",
+            "config_schema",
+            "playground",
+        ),
+        per_req_config_modifier=_config_modifier(settings.max_concurrency, threads),
+    )
+    app.add_middleware(GuardMiddleware, settings=settings)
+    app.state.settings = settings
+    app.state.store = store
+    return app
+
+
+def run(host: str = "127.0.0.1", port: int = 8000) -> None:
+    """`grounded-agent serve`: the endpoint under uvicorn until Ctrl-C."""
+    import uvicorn
+
+    settings = ServeSettings.from_env()
+    if settings.api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning(
+            "serving on %s without GROUNDED_AGENT_API_KEY: anyone who can reach it can use it",
+            host,
+        )
+    uvicorn.run(create_app(settings=settings), host=host, port=port, log_level="info")

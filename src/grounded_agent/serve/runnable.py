@@ -1,0 +1,146 @@
+"""The runnable the endpoint serves: the compiled graph, checkpointed only for requests in a thread.
+
+Why a wrapper and not the graph itself: LangServe needs one runnable at route time, while the
+PostgreSQL saver must be opened inside the server's event loop (its pool cannot cross loops) and
+only requests that name a thread_id should write checkpoints. The wrapper also publishes explicit
+schemas and returns the output contract (AgentResult) rather than raw graph state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel
+
+from grounded_agent.schemas import AgentResult
+from grounded_agent.serve.schemas import AgentConfig, AgentInput, AgentOutput, ClientConfigurable
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from grounded_agent.store import KnowledgeStore
+
+log = logging.getLogger(__name__)
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+
+_PUBLIC = frozenset(AgentResult.model_fields)
+"""State keys a client sees; the rest (messages, deadlines, raw outcomes) stays inside."""
+
+
+class ThreadGraphs:
+    """Opens the checkpointer on first use (in the serving loop) and closes it at shutdown."""
+
+    def __init__(self, store: KnowledgeStore | None, database_url: str | None = None) -> None:
+        self._store = store
+        self._database_url = database_url
+        self._saver: BaseCheckpointSaver[Any] | None = None
+        self._stack: AsyncExitStack | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def saver(self) -> BaseCheckpointSaver[Any]:
+        """The shared saver; raises StoreUnavailable when the database cannot be reached."""
+        if self._saver is not None:
+            return self._saver
+        self._lock = self._lock or asyncio.Lock()
+        async with self._lock:
+            if self._saver is None:
+                from grounded_agent.checkpoint import open_checkpointer
+
+                stack = AsyncExitStack()
+                self._saver = await stack.enter_async_context(
+                    open_checkpointer(self._database_url, store=self._store)
+                )
+                self._stack = stack
+            assert self._saver is not None
+            return self._saver
+
+    async def aclose(self) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+        self._stack, self._saver, self._lock = None, None, None
+
+
+class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
+    """Runs the graph statelessly, or on a checkpointed copy when the config names a thread."""
+
+    name: str | None = "GroundedAgent"
+
+    def __init__(self, graph: Graph, threads: ThreadGraphs | None) -> None:
+        self.graph = graph
+        self.threads = threads
+        self._threaded: Graph | None = None
+
+    # --- schemas --------------------------------------------------------------------------------
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        return AgentInput
+
+    def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        return AgentOutput
+
+    def config_schema(self, *, include: Any = None) -> type[BaseModel]:
+        return AgentConfig
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The client-settable keys, so wrappers LangServe adds publish the same config schema."""
+        return [
+            ConfigurableFieldSpec(
+                id=name,
+                annotation=info.annotation,
+                name=name,
+                description=info.description,
+                default=None,
+            )
+            for name, info in ClientConfigurable.model_fields.items()
+        ]
+
+    # --- running --------------------------------------------------------------------------------
+
+    async def _graph_for(self, config: RunnableConfig | None) -> Graph:
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        if not thread_id:
+            return self.graph
+        if self.threads is None:
+            from grounded_agent.store.errors import StoreUnavailable
+
+            raise StoreUnavailable("this server keeps no conversation threads")
+        saver = await self.threads.saver()
+        if self._threaded is None or self._threaded.checkpointer is not saver:
+            self._threaded = self.graph.copy(update={"checkpointer": saver})
+        return self._threaded
+
+    def invoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        raise NotImplementedError("the endpoint runs the agent asynchronously (ainvoke)")
+
+    async def ainvoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        graph = await self._graph_for(config)
+        out = await graph.ainvoke(input, config)
+        return AgentResult.model_validate(out).model_dump(mode="json")
+
+    async def astream(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yields the public output state after each node; the last chunk is the result.
+
+        Snapshots start after the first node ran: before that, a thread's channels still hold
+        the previous turn's answer, which a client must not take for this turn's.
+        """
+        graph = await self._graph_for(config)
+        started = False
+        async for mode, chunk in graph.astream(input, config, stream_mode=["updates", "values"]):
+            if mode == "updates":
+                started = True
+            elif started and isinstance(chunk, dict):
+                yield {k: v for k, v in chunk.items() if k in _PUBLIC}

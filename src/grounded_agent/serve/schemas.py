@@ -1,0 +1,87 @@
+"""What the endpoint accepts and returns: explicit pydantic types for LangServe's schemas.
+
+Why explicit: LangServe derives request validation, the playground form and the published JSON
+schemas from these types; the graph's own TypedDicts would expose internal state and the whole
+Context (prompts and budgets included), which clients must not set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources
+from grounded_agent.schemas import MAX_QUESTION_CHARS, AgentResult, validate_question
+
+_CONTEXT_DOCS = {f.name: str(f.metadata.get("description", "")) for f in fields(Context)}
+
+
+class AgentInput(BaseModel):
+    """One question, optionally the sources to search and the answer language (mirrors InputState)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description=f"The question, 1 to {MAX_QUESTION_CHARS} characters.")
+    sources: list[str] | None = Field(
+        default=None, description="Any of knowledge_base, wikipedia, web; default: the server's."
+    )
+    language: str | None = Field(default=None, max_length=40, description="Answer language.")
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, value: str) -> str:
+        return validate_question(value)
+
+    @field_validator("sources")
+    @classmethod
+    def _sources(cls, value: list[str] | None) -> list[str] | None:
+        return list(parse_sources(value)) if value else None
+
+
+AgentOutput = AgentResult
+"""The output contract, unchanged: what `grounded-agent ask --json` prints."""
+
+
+class ClientConfigurable(BaseModel):
+    """Per-request settings a client may send in config.configurable: CLIENT_CONFIGURABLE plus
+    thread_id. Extra keys are kept here so the server can reject them by name (400)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    thread_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Conversation thread: follow-up questions are resolved against its turns.",
+    )
+    model: str | None = Field(default=None, max_length=100, description=_CONTEXT_DOCS["model"])
+    sources: list[str] | None = Field(default=None, description=_CONTEXT_DOCS["sources"])
+    found_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["found_threshold"]
+    )
+    low_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["low_threshold"]
+    )
+    top_k: int | None = Field(default=None, ge=1, le=20, description=_CONTEXT_DOCS["top_k"])
+    wikipedia_language: str | None = Field(
+        default=None, pattern=r"^[a-z]{2,12}$", description=_CONTEXT_DOCS["wikipedia_language"]
+    )
+    max_attempts: int | None = Field(
+        default=None, ge=1, le=2, description=_CONTEXT_DOCS["max_attempts"]
+    )
+
+
+class AgentConfig(BaseModel):
+    """The config a client may send with a request."""
+
+    configurable: ClientConfigurable | None = None
+
+
+ALLOWED_CONFIGURABLE: frozenset[str] = CLIENT_CONFIGURABLE | {"thread_id"}
+
+
+def error_body(error: str, detail: str, **extra: Any) -> dict[str, Any]:
+    """Every error the endpoint returns has this shape: a code and a sentence for humans."""
+    return {"error": error, "detail": detail, **extra}

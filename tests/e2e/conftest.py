@@ -1,0 +1,68 @@
+"""End-to-end fixtures: a GROUNDED_AGENT_HOME with the sample knowledge base ingested, shared by
+the `langgraph dev` and notebook tests, and its embedded server stopped at the end."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_KB = ROOT / "data" / "sample_kb"
+TINY_KB = """---
+doc_id: tiny-pricing
+title: Tiny price list
+document_date: 2026-01-15
+---
+# Tiny price list
+
+## Pro plan
+The Pro plan costs 29 euros per user per month on monthly billing.
+"""
+
+
+def child_env(home: Path) -> dict[str, str]:
+    """Environment of a child process: offline, no keys, this test's home and database."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TAVILY_API_KEY", "DATABASE_URL",
+                        "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "GROUNDED_AGENT_API_KEY")}
+    env.update(GROUNDED_AGENT_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               LANGSMITH_TRACING="false", TOKENIZERS_PARALLELISM="false",
+               GROUNDED_AGENT_SOURCES="knowledge_base")
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """data/sample_kb, or one tiny document when the sample is not there."""
+    if SAMPLE_KB.is_dir() and any(SAMPLE_KB.glob("*.md")):
+        return SAMPLE_KB
+    path = tmp_path_factory.mktemp("tiny_kb")
+    (path / "pricing.md").write_text(TINY_KB, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def ingested_home(tmp_path_factory: pytest.TempPathFactory, kb_dir: Path) -> Iterator[Path]:
+    """A home whose default table holds the knowledge base, ingested by the real CLI."""
+    home = tmp_path_factory.mktemp("e2e_home")
+    done = subprocess.run(
+        [sys.executable, "-m", "grounded_agent.cli", "ingest", str(kb_dir)],
+        env=child_env(home), cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    yield home
+    from grounded_agent.store.server import stop_embedded_server
+
+    stop_embedded_server(home)

@@ -1,0 +1,113 @@
+"""`langgraph dev` serves langgraph.json offline; the LangGraph SDK runs the default graph on the
+real embedded store with the sample knowledge base (what LangGraph Studio talks to)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import ROOT, child_env, free_port
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+LANGGRAPH = Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv") / "bin" / "langgraph"
+CONTRACT = {"question", "status", "answer", "citations", "confidence", "attempts", "queries",
+            "sources", "warnings", "trail", "usage"}
+
+
+@pytest.fixture(scope="module")
+def dev_server(ingested_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not LANGGRAPH.exists():
+        pytest.skip(f"{LANGGRAPH} is missing: install the dev extra (langgraph-cli[inmem])")
+    port = free_port()
+    log = (tmp_path_factory.mktemp("langgraph_dev") / "server.log").open("w+")
+    proc = subprocess.Popen(
+        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
+         "--config", str(ROOT / "langgraph.json")],
+        cwd=ROOT, env=child_env(ingested_home), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so its workers stop with it
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"langgraph dev did not come up:\n{log.read()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
+
+
+async def test_a_run_returns_the_output_contract(dev_server: str) -> None:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev_server)
+    out = await client.runs.wait(
+        None, "agent", input={"question": "How much does the Pro plan cost per user per month?"}
+    )
+    assert isinstance(out, dict)
+    assert set(out) >= CONTRACT
+    assert out["status"] in ("answered", "answered_with_caveat")
+    assert out["citations"] and out["citations"][0]["source"] == "knowledge_base"
+    assert "29" in out["answer"]
+    assert out["sources"][0]["source"] == "knowledge_base"
+    assert out["trail"][-1]["node"] == "answer"
+
+
+async def test_studio_sees_the_graph_its_schemas_and_context(dev_server: str) -> None:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev_server)
+    assistants = await client.assistants.search(graph_id="agent")
+    schemas = await client.assistants.get_schemas(assistants[0]["assistant_id"])
+    assert schemas["input_schema"]["required"] == ["question"]
+    assert set(schemas["output_schema"]["properties"]) >= CONTRACT
+    context = schemas["context_schema"]["properties"]
+    assert context["found_threshold"]["description"]
+
+
+async def test_stream_of_node_updates(dev_server: str) -> None:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev_server)
+    nodes = []
+    async for part in client.runs.stream(
+        None, "agent", input={"question": "What is the capital of Mongolia?"},
+        stream_mode="updates",
+    ):
+        if part.event == "updates" and isinstance(part.data, dict):
+            nodes.extend(part.data)
+    assert nodes[0] == "prepare_question" and nodes[-1] == "answer"
+
+
+async def test_a_studio_thread_takes_a_second_question(dev_server: str) -> None:
+    """Studio keeps every conversation in a thread; the second turn must start clean."""
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev_server)
+    thread = await client.threads.create()
+    for question in ("How much does the Pro plan cost per user per month?",
+                     "What is the uptime commitment in the SLA?"):
+        out = await client.runs.wait(thread["thread_id"], "agent", input={"question": question})
+        assert isinstance(out, dict) and out.get("question") == question, out
+        assert out["status"] in ("answered", "answered_with_caveat", "not_found"), out
