@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -22,9 +23,18 @@ _QUESTION_LEADS = frozenset(
 
 
 def tokens(text: str) -> list[str]:
-    return [t.strip(".-'").lower() for t in _TOKEN.findall(text) if t.strip(".-'")]
+    """Lower-cased word tokens; a possessive "'s" is dropped, so "Houghton's" meets "Houghton"."""
+    out = []
+    for raw in _TOKEN.findall(text):
+        tok = raw.strip(".-'").lower()
+        if tok.endswith("'s") and len(tok) > 2:
+            tok = tok[:-2]
+        if tok:
+            out.append(tok)
+    return out
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(token: str) -> str:
     """A light suffix strip so "prices" meets "price" and "renewed" meets "renewal"."""
     for suffix in (
@@ -119,8 +129,30 @@ def split_sentences(text: str) -> list[str]:
         block = " ".join(block.split())
         if not block:
             continue
-        out.extend(s.strip() for s in _SENTENCE_END.split(block) if s.strip())
+        merged: list[str] = []
+        for piece in (s.strip() for s in _SENTENCE_END.split(block) if s.strip()):
+            if merged and _ends_with_abbreviation(merged[-1]):
+                merged[-1] = f"{merged[-1]} {piece}"
+            else:
+                merged.append(piece)
+        out.extend(merged)
     return out
+
+
+_ABBREVIATIONS = frozenset({
+    "st", "mt", "ft", "dr", "mr", "mrs", "ms", "jr", "sr", "rep", "sen", "gov", "gen", "col",
+    "capt", "lt", "sgt", "prof", "rev", "hon", "pres", "co", "corp", "inc", "ltd", "no", "vol",
+    "fig", "approx", "ca", "vs", "etc", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
+    "sept", "oct", "nov", "dec",
+})
+
+
+def _ends_with_abbreviation(sentence: str) -> bool:
+    """A piece ending in "St." or an initial ("J.") continues into the next: not a sentence end."""
+    if not sentence.endswith("."):
+        return False
+    last = sentence[:-1].rsplit(" ", 1)[-1].lstrip("(\"'")
+    return last.lower() in _ABBREVIATIONS or (len(last) == 1 and last.isupper())
 
 
 def support(sentence: str, passage: str) -> float:
