@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -141,18 +142,26 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.errors and not report.documents else 0
 
 
-def parse_demo_questions(text: str) -> list[tuple[str, str]]:
-    """Lines "expected | question (note)"; a trailing note in parentheses is not asked."""
-    cases = []
+_DEMO_SOURCES = re.compile(r"\[sources:\s*([a-z_, ]+)\]")
+
+
+def parse_demo_questions(text: str) -> list[tuple[str, str, list[str] | None]]:
+    """Lines "expected | question (note) [sources: a,b]"; the note is not asked."""
+    cases: list[tuple[str, str, list[str] | None]] = []
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         expected, _, question = line.rpartition("|") if "|" in line else ("", "", line)
+        sources = None
+        match = _DEMO_SOURCES.search(question)
+        if match:
+            sources = [s.strip() for s in match.group(1).split(",") if s.strip()]
+            question = question[: match.start()]
         question = question.strip()
         if question.endswith(")") and "?" in question:
             question = question[: question.rindex("?") + 1]
-        cases.append((expected.strip() or "any", question))
+        cases.append((expected.strip() or "any", question, sources))
     return cases
 
 
@@ -169,10 +178,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     cases = parse_demo_questions(Path(args.questions).read_text(encoding="utf-8"))
     tally: dict[str, int] = {}
-    for expected, question in cases:
+    for expected, question, sources in cases:
         print("=" * 78)
-        print(f"Q: {question}\n   (demo case: {expected})")
-        result = asyncio.run(arun(question))
+        where = f", sources: {', '.join(sources)}" if sources else ""
+        print(f"Q: {question}\n   (demo case: {expected}{where})")
+        result = asyncio.run(arun(question, sources=sources))
         tally[result.status] = tally.get(result.status, 0) + 1
         print(render(result))
         print()

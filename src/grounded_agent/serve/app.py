@@ -59,7 +59,7 @@ class ServeSettings:
 
     api_key: str | None = field(default=None, repr=False)
     max_body: int = 64 * 1024
-    max_concurrency: int = 8
+    max_concurrency: int = 64
     retry_after_s: int = 2
 
     @classmethod
@@ -67,7 +67,7 @@ class ServeSettings:
         return cls(
             api_key=os.environ.get("GROUNDED_AGENT_API_KEY") or None,
             max_body=_int_env("GROUNDED_AGENT_MAX_BODY", 64 * 1024),
-            max_concurrency=_int_env("GROUNDED_AGENT_MAX_CONCURRENCY", 8),
+            max_concurrency=_int_env("GROUNDED_AGENT_MAX_CONCURRENCY", 64),
         )
 
 

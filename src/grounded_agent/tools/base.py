@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -78,13 +79,14 @@ class SourceTool:
             )
 
     def as_openai_tool(self) -> dict[str, Any]:
-        """The function schema bound to the chat model."""
-        from langchain_core.utils.function_calling import convert_to_openai_tool
+        """The function schema bound to the chat model (built once per tool shape)."""
+        return _openai_tool(self.name, self.description, self.args_schema)
 
-        return convert_to_openai_tool(
-            {
-                **self.args_schema.model_json_schema(),
-                "title": self.name,
-                "description": self.description,
-            }
-        )
+
+@functools.lru_cache(maxsize=64)
+def _openai_tool(name: str, description: str, args_schema: type[BaseModel]) -> dict[str, Any]:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return convert_to_openai_tool(
+        {**args_schema.model_json_schema(), "title": name, "description": description}
+    )
