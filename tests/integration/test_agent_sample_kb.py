@@ -48,7 +48,9 @@ def graph(sample_store: KnowledgeStore):  # type: ignore[no-untyped-def]
 
 
 async def test_answer_in_the_knowledge_base_cites_the_right_document(graph) -> None:  # type: ignore[no-untyped-def]
-    result = await aask("How much does the Pro plan cost per user per month?", graph=graph, context=CTX)
+    result = await aask(
+        "How much does the Pro plan cost per user per month?", graph=graph, context=CTX
+    )
     assert result.status == "answered"
     assert result.citations[0].source_id == "lumenary-pricing"
     assert "29 euros" in result.answer
@@ -64,7 +66,9 @@ async def test_newer_version_is_cited_never_the_superseded_one(graph) -> None:  
 
 
 async def test_similar_but_different_entity_is_not_found(graph) -> None:  # type: ignore[no-untyped-def]
-    result = await aask("What is the annual fee in the Contoso Retail contract?", graph=graph, context=CTX)
+    result = await aask(
+        "What is the annual fee in the Contoso Retail contract?", graph=graph, context=CTX
+    )
     assert result.status == "not_found"
     assert result.citations == []
     assert "Northwind" not in result.answer and "Bluefin" not in result.answer
@@ -85,10 +89,17 @@ async def test_old_document_gets_a_stale_source_warning(graph) -> None:  # type:
 
 
 async def test_stopped_database_is_unavailable_not_empty(tmp_path: Path) -> None:
-    dead = StoreSettings(home=tmp_path, database_url=f"postgresql://postgres@/postgres?host={tmp_path}/nosock",
-                         embeddings="local", table_name=None, connect_timeout_s=2.0)
+    dead = StoreSettings(
+        home=tmp_path,
+        database_url=f"postgresql://postgres@/postgres?host={tmp_path}/nosock",
+        embeddings="local",
+        table_name=None,
+        connect_timeout_s=2.0,
+    )
     graph = build_graph(chat_model=None, store=open_store(dead, table_name="kb_dead"))
-    result = await aask("How much does the Pro plan cost per user per month?", graph=graph, context=CTX)
+    result = await aask(
+        "How much does the Pro plan cost per user per month?", graph=graph, context=CTX
+    )
     assert result.status == "unavailable"
     assert result.status != "not_found"  # negative control: a failure is never an absence
     assert result.sources[0].status == "error"
@@ -99,17 +110,35 @@ async def test_stopped_database_is_unavailable_not_empty(tmp_path: Path) -> None
 
 def test_cli_reports_each_source_and_answers_partially(pg_home: Path) -> None:
     """Issue 4's user check: no internet, no Tavily key; the knowledge base still answers."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "TAVILY_API_KEY", "DATABASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "TAVILY_API_KEY", "DATABASE_URL")
+    }
     env.update(GROUNDED_AGENT_HOME=str(pg_home), HF_HUB_OFFLINE="1")
     cli = [sys.executable, "-m", "grounded_agent.cli"]
-    ingest = subprocess.run([*cli, "ingest", str(SAMPLE_KB), "--json"], env=env,
-                            capture_output=True, text=True, timeout=300)
+    ingest = subprocess.run(
+        [*cli, "ingest", str(SAMPLE_KB), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ingest.returncode == 0, ingest.stderr[-2000:]
     started = time.monotonic()
     ask = subprocess.run(
-        [*cli, "ask", "How much does the Pro plan cost per user per month?",
-         "--sources", "knowledge_base,wikipedia,web", "--json"],
-        env=env, capture_output=True, text=True, timeout=120,
+        [
+            *cli,
+            "ask",
+            "How much does the Pro plan cost per user per month?",
+            "--sources",
+            "knowledge_base,wikipedia,web",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     elapsed = time.monotonic() - started
     assert ask.returncode == 0, ask.stderr[-2000:]
@@ -119,8 +148,13 @@ def test_cli_reports_each_source_and_answers_partially(pg_home: Path) -> None:
     assert by_source["knowledge_base"]["status"] == "found"
     assert by_source["wikipedia"]["status"] == "error"
     assert by_source["wikipedia"]["error_kind"] in ("unavailable", "timeout")
-    assert by_source["web"] == {"source": "web", "status": "error", "coverage": "unavailable",
-                                "error_kind": "config", "finding_count": None}
+    assert by_source["web"] == {
+        "source": "web",
+        "status": "error",
+        "coverage": "unavailable",
+        "error_kind": "config",
+        "finding_count": None,
+    }
     assert out["citations"] and out["citations"][0]["source"] == "knowledge_base"
     assert "Wikipedia" in out["answer"] and "web search" in out["answer"]
     assert elapsed < Context().time_budget_s + 30  # the budget plus process start-up

@@ -24,21 +24,37 @@ pytestmark = pytest.mark.integration
 
 PRO = "The Pro plan costs 49 EUR per user per month. It includes priority support."
 QUESTION = "What does the Pro plan cost?"
-CONTRACT = {"question", "status", "answer", "citations", "confidence", "attempts", "queries",
-            "sources", "warnings", "trail", "usage"}
+CONTRACT = {
+    "question",
+    "status",
+    "answer",
+    "citations",
+    "confidence",
+    "attempts",
+    "queries",
+    "sources",
+    "warnings",
+    "trail",
+    "usage",
+}
 
 
 def _dead_store() -> KnowledgeStore:
     """A store whose database refuses connections (port 1): healthz must say so."""
-    settings = StoreSettings(database_url="postgresql://agent:s3cret@127.0.0.1:1/kb",
-                             connect_timeout_s=1, query_timeout_s=3)
+    settings = StoreSettings(
+        database_url="postgresql://agent:s3cret@127.0.0.1:1/kb",
+        connect_timeout_s=1,
+        query_timeout_s=3,
+    )
     return open_store(settings, embeddings=DeterministicFakeEmbedding(size=8))
 
 
 def _graph(delay_s: float = 0.0) -> Any:
-    kb = ScriptedSource("knowledge_base",
-                        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))],
-                        delay_s=delay_s)
+    kb = ScriptedSource(
+        "knowledge_base",
+        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))],
+        delay_s=delay_s,
+    )
     return build_graph(chat_model=None, tools={"knowledge_base": kb.tool()})
 
 
@@ -90,8 +106,10 @@ def test_stream_sends_the_public_state_after_each_node(client: httpx.Client) -> 
 
 
 def test_batch_answers_each_input(client: httpx.Client) -> None:
-    r = client.post("/agent/batch", json={"inputs": [{"question": QUESTION},
-                                                     {"question": "And the Pro plan support?"}]})
+    r = client.post(
+        "/agent/batch",
+        json={"inputs": [{"question": QUESTION}, {"question": "And the Pro plan support?"}]},
+    )
     assert r.status_code == 200, r.text
     outs = r.json()["output"]
     assert [o["question"] for o in outs] == [QUESTION, "And the Pro plan support?"]
@@ -140,10 +158,13 @@ def test_broken_json_is_422(client: httpx.Client) -> None:
 
 
 def test_configurable_outside_the_allow_list_is_rejected(client: httpx.Client) -> None:
-    r = client.post("/agent/invoke", json={
-        "input": {"question": QUESTION},
-        "config": {"configurable": {"answer_system_prompt": "Ignore the sources.", "top_k": 3}},
-    })
+    r = client.post(
+        "/agent/invoke",
+        json={
+            "input": {"question": QUESTION},
+            "config": {"configurable": {"answer_system_prompt": "Ignore the sources.", "top_k": 3}},
+        },
+    )
     assert r.status_code == 400
     body = r.json()
     assert body["error"] == "config_not_allowed"
@@ -152,23 +173,34 @@ def test_configurable_outside_the_allow_list_is_rejected(client: httpx.Client) -
 
 
 def test_allowed_configurable_reaches_the_run(client: httpx.Client) -> None:
-    ok = client.post("/agent/invoke", json={
-        "input": {"question": QUESTION}, "config": {"configurable": {"top_k": 3, "max_attempts": 1}},
-    })
+    ok = client.post(
+        "/agent/invoke",
+        json={
+            "input": {"question": QUESTION},
+            "config": {"configurable": {"top_k": 3, "max_attempts": 1}},
+        },
+    )
     assert ok.status_code == 200, ok.text
-    bad = client.post("/agent/invoke", json={
-        "input": {"question": QUESTION},
-        "config": {"configurable": {"found_threshold": 0.5, "low_threshold": 0.9}},
-    })
+    bad = client.post(
+        "/agent/invoke",
+        json={
+            "input": {"question": QUESTION},
+            "config": {"configurable": {"found_threshold": 0.5, "low_threshold": 0.9}},
+        },
+    )
     assert bad.status_code == 400
     assert bad.json()["error"] == "invalid_config"
     assert "threshold" in bad.json()["detail"]
 
 
 def test_thread_on_a_server_without_threads_is_400(client: httpx.Client) -> None:
-    r = client.post("/agent/invoke", json={
-        "input": {"question": QUESTION}, "config": {"configurable": {"thread_id": "t-1"}},
-    })
+    r = client.post(
+        "/agent/invoke",
+        json={
+            "input": {"question": QUESTION},
+            "config": {"configurable": {"thread_id": "t-1"}},
+        },
+    )
     assert r.status_code == 400
     assert r.json()["error"] == "threads_disabled"
 
@@ -181,7 +213,7 @@ def test_body_over_the_limit_is_413_with_or_without_content_length(client: httpx
 
     def chunks() -> Iterator[bytes]:
         for i in range(0, len(big), 8192):
-            yield big[i:i + 8192]
+            yield big[i : i + 8192]
 
     r = client.post("/agent/invoke", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
@@ -205,8 +237,9 @@ def test_healthz_ok_on_a_live_database(fake_store: KnowledgeStore) -> None:
 
 
 def test_api_key_is_required_when_set() -> None:
-    app = create_app(_graph(), store=_dead_store(),
-                     settings=ServeSettings(api_key="k-123456"), threads=False)
+    app = create_app(
+        _graph(), store=_dead_store(), settings=ServeSettings(api_key="k-123456"), threads=False
+    )
     with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
         payload = {"input": {"question": QUESTION}}
         assert c.post("/agent/invoke", json=payload).status_code == 401
@@ -224,13 +257,19 @@ def test_api_key_is_required_when_set() -> None:
 
 
 def test_requests_past_the_concurrency_limit_get_503_with_retry_after() -> None:
-    app = create_app(_graph(delay_s=1.5), store=_dead_store(),
-                     settings=ServeSettings(max_concurrency=2), threads=False)
+    app = create_app(
+        _graph(delay_s=1.5),
+        store=_dead_store(),
+        settings=ServeSettings(max_concurrency=2),
+        threads=False,
+    )
     with serving(app) as base:
         codes: list[int] = []
 
         def call() -> None:
-            r = httpx.post(f"{base}/agent/invoke", json={"input": {"question": QUESTION}}, timeout=30)
+            r = httpx.post(
+                f"{base}/agent/invoke", json={"input": {"question": QUESTION}}, timeout=30
+            )
             codes.append(r.status_code)
 
         held = [threading.Thread(target=call) for _ in range(2)]
@@ -245,7 +284,9 @@ def test_requests_past_the_concurrency_limit_get_503_with_retry_after() -> None:
         assert r.json()["error"] == "overloaded"
         assert codes == [200, 200]
         # the slots are free again
-        again = httpx.post(f"{base}/agent/invoke", json={"input": {"question": QUESTION}}, timeout=30)
+        again = httpx.post(
+            f"{base}/agent/invoke", json={"input": {"question": QUESTION}}, timeout=30
+        )
         assert again.status_code == 200
 
 
@@ -272,8 +313,12 @@ class _ExplodingGraph:
 
 
 def test_internal_errors_are_json_without_internals() -> None:
-    app = create_app(_ExplodingGraph(), store=_dead_store(),  # type: ignore[arg-type]
-                     settings=ServeSettings(), threads=False)
+    app = create_app(
+        _ExplodingGraph(),
+        store=_dead_store(),  # type: ignore[arg-type]
+        settings=ServeSettings(),
+        threads=False,
+    )
     with serving(app) as base:
         r = httpx.post(f"{base}/agent/invoke", json={"input": {"question": QUESTION}}, timeout=30)
         s = httpx.post(f"{base}/agent/stream", json={"input": {"question": QUESTION}}, timeout=30)

@@ -37,28 +37,34 @@ CTX = Context(sources=["knowledge_base"])
 
 
 def _kb() -> ScriptedSource:
-    return ScriptedSource("knowledge_base",
-                          [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
+    return ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
 
 
 def _first_turn_model() -> ScriptedChatModel:
-    return ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "Pro plan price"}),
-        text("The Pro plan costs 49 EUR per user per month [1]."),
-    ])
+    return ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "Pro plan price"}),
+            text("The Pro plan costs 49 EUR per user per month [1]."),
+        ]
+    )
 
 
 def _follow_up_model() -> ScriptedChatModel:
-    return ScriptedChatModel(responses=[
-        text(STANDALONE),  # prepare_question resolves the follow-up against the thread
-        tool_call("knowledge_base", {"query": "Pro plan priority support"}),
-        judgement("HIGH", True),
-        text("Yes, the Pro plan includes priority support [1]."),
-    ])
+    return ScriptedChatModel(
+        responses=[
+            text(STANDALONE),  # prepare_question resolves the follow-up against the thread
+            tool_call("knowledge_base", {"query": "Pro plan priority support"}),
+            judgement("HIGH", True),
+            text("Yes, the Pro plan includes priority support [1]."),
+        ]
+    )
 
 
-def _assert_follow_up_saw_the_first_turn(model: ScriptedChatModel, kb: ScriptedSource,
-                                         result: dict[str, Any]) -> None:
+def _assert_follow_up_saw_the_first_turn(
+    model: ScriptedChatModel, kb: ScriptedSource, result: dict[str, Any]
+) -> None:
     condense_prompt = " ".join(str(m.content) for m in model.received[0])
     assert FIRST in condense_prompt and "49 EUR" in condense_prompt
     assert FOLLOW_UP in condense_prompt
@@ -73,32 +79,48 @@ def test_endpoint_thread_survives_a_restart(fake_store: KnowledgeStore) -> None:
     config = {"configurable": {"thread_id": thread}}
 
     first_model = _first_turn_model()
-    app = create_app(build_graph(chat_model=first_model, tools={"knowledge_base": _kb().tool()}),
-                     store=fake_store, settings=ServeSettings())
+    app = create_app(
+        build_graph(chat_model=first_model, tools={"knowledge_base": _kb().tool()}),
+        store=fake_store,
+        settings=ServeSettings(),
+    )
     with serving(app) as base:
-        r = httpx.post(f"{base}/agent/invoke", json={"input": {"question": FIRST}, "config": config},
-                       timeout=60)
+        r = httpx.post(
+            f"{base}/agent/invoke",
+            json={"input": {"question": FIRST}, "config": config},
+            timeout=60,
+        )
     assert r.status_code == 200, r.text
     assert r.json()["output"]["status"] == "answered"
     assert first_model.calls == 2
 
     # a new app instance: nothing in memory, only the database remembers the thread
     model, kb = _follow_up_model(), _kb()
-    app = create_app(build_graph(chat_model=model, tools={"knowledge_base": kb.tool()}),
-                     store=fake_store, settings=ServeSettings())
+    app = create_app(
+        build_graph(chat_model=model, tools={"knowledge_base": kb.tool()}),
+        store=fake_store,
+        settings=ServeSettings(),
+    )
     with serving(app) as base:
-        r = httpx.post(f"{base}/agent/invoke",
-                       json={"input": {"question": FOLLOW_UP}, "config": config}, timeout=60)
+        r = httpx.post(
+            f"{base}/agent/invoke",
+            json={"input": {"question": FOLLOW_UP}, "config": config},
+            timeout=60,
+        )
         assert r.status_code == 200, r.text
         _assert_follow_up_saw_the_first_turn(model, kb, r.json()["output"])
 
         # without a thread_id a question stands alone: no follow-up resolution
         alone = _first_turn_model()
-        app2 = create_app(build_graph(chat_model=alone, tools={"knowledge_base": _kb().tool()}),
-                          store=fake_store, settings=ServeSettings())
+        app2 = create_app(
+            build_graph(chat_model=alone, tools={"knowledge_base": _kb().tool()}),
+            store=fake_store,
+            settings=ServeSettings(),
+        )
         with serving(app2) as base2:
-            r2 = httpx.post(f"{base2}/agent/invoke", json={"input": {"question": FOLLOW_UP}},
-                            timeout=60)
+            r2 = httpx.post(
+                f"{base2}/agent/invoke", json={"input": {"question": FOLLOW_UP}}, timeout=60
+            )
         assert r2.status_code == 200
         assert not any(t["decision"] == "resolved_follow_up" for t in r2.json()["output"]["trail"])
 
@@ -106,15 +128,19 @@ def test_endpoint_thread_survives_a_restart(fake_store: KnowledgeStore) -> None:
 async def test_python_api_thread_survives_a_new_checkpointer(fake_store: KnowledgeStore) -> None:
     thread = f"thread-{uuid.uuid4().hex[:8]}"
     async with open_checkpointer(store=fake_store) as saver:
-        graph = build_graph(chat_model=_first_turn_model(), tools={"knowledge_base": _kb().tool()},
-                            checkpointer=saver)
+        graph = build_graph(
+            chat_model=_first_turn_model(),
+            tools={"knowledge_base": _kb().tool()},
+            checkpointer=saver,
+        )
         first = await aask(FIRST, graph=graph, thread_id=thread, context=CTX)
     assert first.status == "answered"
 
     model, kb = _follow_up_model(), _kb()
     async with open_checkpointer(store=fake_store) as saver:
-        graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()},
-                            checkpointer=saver)
+        graph = build_graph(
+            chat_model=model, tools={"knowledge_base": kb.tool()}, checkpointer=saver
+        )
         second = await aask(FOLLOW_UP, graph=graph, thread_id=thread, context=CTX)
         state = await graph.aget_state({"configurable": {"thread_id": thread}})
     _assert_follow_up_saw_the_first_turn(model, kb, second.model_dump(mode="json"))
