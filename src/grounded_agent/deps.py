@@ -104,6 +104,12 @@ class Deps:
         from grounded_agent.tools.wikipedia import make_wikipedia_tool
 
         store = self.get_store()
+        if store.settings.embeddings == "local":
+            # load the local model now (about 8 s the first time), outside any tool's timeout
+            try:
+                store.embeddings.embed_query("warm-up")
+            except Exception:  # the search itself will report what is wrong
+                log.warning("embedding model warm-up failed", exc_info=True)
         found, low = ctx.found_threshold, ctx.low_threshold
         return {
             "knowledge_base": make_knowledge_base_tool(

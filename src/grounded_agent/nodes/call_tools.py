@@ -50,7 +50,8 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
     attempt = int(state.get("attempt") or 1)
     query = str(state.get("query") or state["question"])
     wanted = _sources_to_query(state, attempt)
-    tools = deps.available_tools(ctx, wanted)
+    # the first call builds the default tools and loads the embedding model: not on the loop
+    tools = await asyncio.to_thread(deps.available_tools, ctx, wanted)
     trail: list[dict[str, Any]] = []
     warnings: list[dict[str, Any]] = []
     usage: dict[str, int] = {}
