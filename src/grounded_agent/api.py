@@ -73,10 +73,14 @@ async def aask(
     thread_id: str | None = None,
 ) -> AgentResult:
     """Answers one question; raises InvalidQuestion for input the agent refuses."""
-    payload = _inputs(question, sources, language)
-    async with _graph_for(graph, thread_id) as g:
-        out = await g.ainvoke(payload, config=_config(thread_id), context=context or Context())
-    return AgentResult.model_validate(out)
+    return await arun(
+        question,
+        sources=sources,
+        language=language,
+        context=context,
+        graph=graph,
+        thread_id=thread_id,
+    )
 
 
 def ask(

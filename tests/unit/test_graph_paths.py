@@ -345,3 +345,22 @@ async def test_raising_tool_becomes_error_outcome_not_crash() -> None:
     assert result.status == "unavailable"
     assert "10.0.0.1" not in result.model_dump_json()
     assert "RuntimeError" not in result.answer
+
+
+async def test_model_saying_the_sources_do_not_answer_is_an_abstention() -> None:
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "q"}),
+            text("The sources do not say whether the Pro plan has a free trial."),
+        ]
+    )
+    result = await aask(
+        "Does the Pro plan have a free trial?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
+    assert result.status == "not_found"
+    assert result.citations == []
+    assert any(t.decision == "model_abstained" for t in result.trail)
+    assert not any(w.kind == "unsupported_sentence" for w in result.warnings)

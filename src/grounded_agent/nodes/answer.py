@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from grounded_agent.citations import check_answer, extractive_draft
+from grounded_agent.citations import MARKER, check_answer, extractive_draft
 from grounded_agent.context import Context
 from grounded_agent.deps import BudgetExhausted, Deps, ai_text, call_model, check_budget, usage_of
 from grounded_agent.nodes._common import ctx_of, final_outcomes, step
@@ -128,7 +128,12 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
                 trail.append(step(state, "answer", "budget_exhausted", str(exc)))
             except Exception:
                 log.exception("answer call failed; answering extractively")
-        if not draft:
+        if how == "model" and draft.strip() and not MARKER.search(draft):
+            # no marker at all: the model says the sources do not answer; that is an abstention
+            trail.append(step(state, "answer", "model_abstained", "the model found no answer in the sources"))
+            draft = ""
+            how = "abstained"
+        elif not draft:
             draft = extractive_draft(question, evidence)
         checked = check_answer(draft, evidence)
         for marker in checked.removed_markers:
