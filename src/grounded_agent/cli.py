@@ -26,7 +26,8 @@ STATUS_LABEL = {
 
 
 def _setup_logging(verbose: bool) -> None:
-    level = logging.INFO if verbose else logging.WARNING
+    # a source failure is already in the answer's report; its technical detail is for -v
+    level = logging.INFO if verbose else logging.ERROR
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
