@@ -116,7 +116,23 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
         print(render(result))
+    _hint_if_empty(result)
     return 0
+
+
+def _hint_if_empty(result: AgentResult) -> None:
+    """A first-time user who asks before ingesting learns why nothing was found."""
+    kb = next((s for s in result.sources if s.source == "knowledge_base"), None)
+    if kb is None or kb.finding_count != 0:
+        return
+    try:
+        from grounded_agent.graph.agent import default_deps
+
+        if default_deps.get_store().counts()[1] == 0:
+            print("grounded-agent: the knowledge base is empty; add documents with "
+                  "'grounded-agent ingest PATH...'", file=sys.stderr)
+    except Exception:  # only a hint: never fail the command over it
+        log.debug("could not count the knowledge base", exc_info=True)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
