@@ -22,16 +22,17 @@ _QUESTION_LEADS = frozenset(
 )
 
 
+def _norm(raw: str) -> str:
+    """One word as every signal sees it: lower-cased, a possessive "'s" dropped."""
+    tok = raw.strip(".-'").lower()
+    if tok.endswith("'s") and len(tok) > 2:
+        tok = tok[:-2]
+    return tok
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens; a possessive "'s" is dropped, so "Houghton's" meets "Houghton"."""
-    out = []
-    for raw in _TOKEN.findall(text):
-        tok = raw.strip(".-'").lower()
-        if tok.endswith("'s") and len(tok) > 2:
-            tok = tok[:-2]
-        if tok:
-            out.append(tok)
-    return out
+    """Lower-cased word tokens; "Houghton's" meets "Houghton"."""
+    return [tok for tok in map(_norm, _TOKEN.findall(text)) if tok]
 
 
 @functools.lru_cache(maxsize=65536)
@@ -64,7 +65,7 @@ def key_terms(question: str, idf: Callable[[str], float] | None = None) -> dict[
     weights: dict[str, float] = {}
     words = _TOKEN.findall(question)
     for i, raw in enumerate(words):
-        tok = raw.strip(".-'").lower()
+        tok = _norm(raw)
         if not tok or tok in STOPWORDS or tok in _QUESTION_LEADS:
             continue
         if _NUMBER.match(tok):
@@ -97,7 +98,7 @@ def missing_names(question: str, text: str) -> list[str]:
     missing: list[str] = []
     words = _TOKEN.findall(question)
     for i, raw in enumerate(words):
-        tok = raw.strip(".-'").lower()
+        tok = _norm(raw)
         if not tok or tok in STOPWORDS or tok in _QUESTION_LEADS:
             continue
         is_name = raw[:1].isupper() and i > 0

@@ -118,7 +118,7 @@ async def _arun(args: argparse.Namespace, eval_set: Any, sample: list[Any], repo
     ctx = Context(sources=["knowledge_base"], **kwargs)
     graph = build_graph(chat_model=None if offline else _AUTO, store=store)
     run = await arun_sample(sample, store=store, graph=graph, ctx=ctx, systems=args.systems,
-                            concurrency=args.concurrency, progress=True)
+                            concurrency=args.concurrency, progress=interactive)
     meta = {
         "questions_file": str(args.questions),
         "corpus": eval_set.name,
