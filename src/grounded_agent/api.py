@@ -21,7 +21,7 @@ def _inputs(question: str, sources: list[str] | str | None, language: str | None
     payload: dict[str, Any] = {
         "question": validate_question(question), "sources": None, "language": None
     }
-    if sources:
+    if sources is not None:  # an empty list is a mistake to report, not a request for defaults
         try:
             payload["sources"] = list(parse_sources(sources))
         except ValueError as exc:

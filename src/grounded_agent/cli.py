@@ -25,12 +25,28 @@ STATUS_LABEL = {
 }
 
 
+class _OneLineFormatter(logging.Formatter):
+    """Without -v a log record is one line: tracebacks are for -v."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            return super().format(record).splitlines()[0][:300]
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
 def _setup_logging(verbose: bool) -> None:
     # a source failure is already in the answer's report; its technical detail is for -v
     level = logging.INFO if verbose else logging.ERROR
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        if verbose
+        else _OneLineFormatter("grounded-agent: %(levelname)s %(name)s: %(message)s")
     )
+    logging.basicConfig(level=level, handlers=[handler])
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -129,8 +145,11 @@ def _hint_if_empty(result: AgentResult) -> None:
         from grounded_agent.graph.agent import default_deps
 
         if default_deps.get_store().counts()[1] == 0:
-            print("grounded-agent: the knowledge base is empty; add documents with "
-                  "'grounded-agent ingest PATH...'", file=sys.stderr)
+            print(
+                "grounded-agent: the knowledge base is empty; add documents with "
+                "'grounded-agent ingest PATH...'",
+                file=sys.stderr,
+            )
     except Exception:  # only a hint: never fail the command over it
         log.debug("could not count the knowledge base", exc_info=True)
 

@@ -67,7 +67,9 @@ class Context:
         default=MAX_ATTEMPTS,
         metadata={"description": "Attempts per question (1 or 2; 2 is the hard cap)."},
     )
-    top_k: int = field(default=5, metadata={"description": "Passages fetched per source call."})
+    top_k: int = field(
+        default=5, metadata={"description": "Passages fetched per source call (1 to 10)."}
+    )
     max_tool_calls_per_attempt: int = field(
         default=3,
         metadata={"description": "Tool calls executed per attempt; extra calls are rejected."},
@@ -120,6 +122,8 @@ class Context:
         if not 0.0 <= self.low_threshold <= self.found_threshold <= 1.0:
             raise ValueError("thresholds must satisfy 0 <= low_threshold <= found_threshold <= 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
+        if not 1 <= int(self.top_k) <= 10:
+            raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
         for name in (
             "top_k",

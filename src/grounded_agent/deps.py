@@ -28,6 +28,9 @@ MAX_MODEL_CALLS = 5
 
 _AUTO: Any = object()
 
+TOOL_CACHE_SIZE = 8
+"""Tool sets kept per process (one per Wikipedia language and timeout in use)."""
+
 
 class BudgetExhausted(Exception):
     """The question's model-call, token or time budget is spent; callers fall back to local logic."""
@@ -89,13 +92,17 @@ class Deps:
         """The allow-list for this run: injected tools, or the default ones for the named sources."""
         if self.tools is not None:
             return {n: t for n, t in self.tools.items() if n in names}
-        key = (ctx.wikipedia_language, ctx.tool_timeout_s, ctx.found_threshold, ctx.low_threshold)
+        # thresholds are applied again by check_grounding, so tools need not vary with them;
+        # the key holds only what a client may change, and the cache keeps a few entries
+        key = (ctx.wikipedia_language, ctx.tool_timeout_s)
         with self._lock:
-            cached = self._tool_cache.get(key)
+            cached = self._tool_cache.pop(key, None)
         if cached is None:
             cached = self._default_tools(ctx)
-            with self._lock:
-                self._tool_cache[key] = cached
+        with self._lock:
+            self._tool_cache[key] = cached
+            while len(self._tool_cache) > TOOL_CACHE_SIZE:
+                self._tool_cache.pop(next(iter(self._tool_cache)))
         return {n: t for n, t in cached.items() if n in names}
 
     def _default_tools(self, ctx: Context) -> dict[SourceName, SourceTool]:
@@ -110,26 +117,30 @@ class Deps:
                 store.embeddings.embed_query("warm-up")
             except Exception:  # the search itself will report what is wrong
                 log.warning("embedding model warm-up failed", exc_info=True)
-        found, low = ctx.found_threshold, ctx.low_threshold
+        # the tools classify with their default thresholds; check_grounding applies the run's
         return {
-            "knowledge_base": make_knowledge_base_tool(
-                store, timeout_s=ctx.tool_timeout_s, found_threshold=found, low_threshold=low
-            ),
+            "knowledge_base": make_knowledge_base_tool(store, timeout_s=ctx.tool_timeout_s),
             "wikipedia": make_wikipedia_tool(
-                store.relevance,
-                language=ctx.wikipedia_language,
-                timeout_s=ctx.tool_timeout_s,
-                found_threshold=found,
-                low_threshold=low,
+                store.relevance, language=ctx.wikipedia_language, timeout_s=ctx.tool_timeout_s
             ),
             "web": make_web_search_tool(
                 store.relevance,
                 api_key=None,  # read from TAVILY_API_KEY at each call, never stored
                 timeout_s=ctx.tool_timeout_s,
-                found_threshold=found,
-                low_threshold=low,
             ),
         }
+
+
+FAILED_CALL: dict[str, int] = {"llm_calls": 1, "input_tokens": 0, "output_tokens": 0}
+"""A model call that raised still counts against the call cap."""
+
+
+def model_unavailable(step_name: str, fallback: str) -> dict[str, str]:
+    """The warning a user sees when a step fell back because the model could not be reached."""
+    return {
+        "kind": "model_unavailable",
+        "detail": f"the language model could not be reached at {step_name}; {fallback}",
+    }
 
 
 def usage_of(message: BaseMessage) -> dict[str, int]:

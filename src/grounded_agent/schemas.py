@@ -27,6 +27,7 @@ WarningKind = Literal[
     "rejected_tool_call",
     "budget_exhausted",
     "offline_mode",
+    "model_unavailable",
 ]
 
 

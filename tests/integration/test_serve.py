@@ -105,6 +105,18 @@ def test_stream_sends_the_public_state_after_each_node(client: httpx.Client) -> 
     assert data[-1]["status"] == "answered" and data[-1]["citations"]
 
 
+def test_batch_with_an_invalid_item_is_422_not_500(client: httpx.Client) -> None:
+    r = client.post("/agent/batch", json={"inputs": [{"question": QUESTION}, {"question": ""}]})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "invalid_input"
+
+
+def test_batch_size_is_capped(client: httpx.Client) -> None:
+    r = client.post("/agent/batch", json={"inputs": [{"question": QUESTION}] * 17})
+    assert r.status_code == 422, r.text
+    assert "at most 16" in r.json()["detail"]
+
+
 def test_batch_answers_each_input(client: httpx.Client) -> None:
     r = client.post(
         "/agent/batch",
@@ -224,8 +236,10 @@ def test_healthz_reports_a_dead_database_as_503(client: httpx.Client) -> None:
     assert r.status_code == 503
     body = r.json()
     assert body["status"] == "unavailable" and body["ok"] is False
-    assert "unreachable" in body["detail"]
-    assert "s3cret" not in r.text  # the password never leaves the server
+    assert body["error"] == "database_unavailable"
+    # an open endpoint tells nothing about where the database is or why it failed
+    assert "detail" not in body and "database" not in body
+    assert "s3cret" not in r.text and "127.0.0.1" not in r.text
 
 
 def test_healthz_ok_on_a_live_database(fake_store: KnowledgeStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from grounded_agent import InvalidQuestion, aask, build_graph
 from grounded_agent.context import Context
@@ -364,3 +365,72 @@ async def test_model_saying_the_sources_do_not_answer_is_an_abstention() -> None
     assert result.citations == []
     assert any(t.decision == "model_abstained" for t in result.trail)
     assert not any(w.kind == "unsupported_sentence" for w in result.warnings)
+
+
+class _BrokenModel(ScriptedChatModel):
+    """A provider that cannot be reached: every call raises, as a refused connection would."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        self.received.append(list(messages))
+        raise ConnectionError("connection refused")
+
+
+async def test_unreachable_model_is_no_claim_of_absence() -> None:
+    """Negative control: a failed confidence call must not turn found evidence into not_found."""
+    kb = ScriptedSource(
+        "knowledge_base",
+        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.7))] * 2,
+    )
+    model = _BrokenModel(responses=[])
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+    )
+    assert result.status != "not_found"
+    assert result.status in ("answered", "answered_with_caveat")
+    assert any(w.kind == "model_unavailable" for w in result.warnings)
+    assert len(kb.queries) == 1  # no re-query because the model failed
+    # every attempted call counts, failed or not, and the hard cap holds
+    assert result.usage.llm_calls == model.calls
+    assert model.calls <= 5
+
+
+async def test_failed_model_calls_count_against_the_cap() -> None:
+    weak = found("knowledge_base", finding(source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6))
+    kb = ScriptedSource("knowledge_base", [weak, weak])
+    model = _BrokenModel(responses=[])
+    ctx = Context(sources=["knowledge_base"], max_model_calls=2)
+    result = await aask("What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=ctx)
+    assert model.calls <= 2
+    assert result.usage.llm_calls == model.calls
+
+
+async def test_a_source_called_twice_is_rejected_and_every_requested_source_is_read() -> None:
+    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
+    wiki = ScriptedSource("wikipedia", [not_found("wikipedia")])
+    three_kb = AIMessage(content="", tool_calls=[
+        {"id": f"c{i}", "name": "knowledge_base", "args": {"query": f"q{i}"}} for i in range(3)
+    ])
+    model = ScriptedChatModel(responses=[three_kb, text("The Pro plan costs 49 EUR per user per month [1].")])
+    result = await aask("What does the Pro plan cost?", sources=["knowledge_base", "wikipedia"],
+                        graph=graph(model, knowledge_base=kb, wikipedia=wiki), context=CTX)
+    assert len(kb.queries) == 1 and len(wiki.queries) == 1
+    assert {s.source: s.status for s in result.sources} == {"knowledge_base": "found", "wikipedia": "not_found"}
+    assert result.status == "answered"
+
+
+async def test_top_k_follows_the_tool_schema() -> None:
+    with pytest.raises(ValueError, match="top_k"):
+        Context(top_k=20)
+
+
+async def test_model_written_rewrite_is_not_quoted_in_a_not_found_answer() -> None:
+    kb = ScriptedSource("knowledge_base", [not_found("knowledge_base"), not_found("knowledge_base")])
+    model = ScriptedChatModel(responses=[
+        tool_call("knowledge_base", {"query": "2014 World Cup winner"}),
+        text("Germany won the 2014 World Cup final against Argentina"),
+    ])
+    result = await aask("Who won the 2014 World Cup?", graph=graph(model, knowledge_base=kb), context=CTX)
+    assert result.status == "not_found"
+    assert "Germany" not in result.answer and "Argentina" not in result.answer
+    assert "rewritten" in result.answer
+    assert result.queries[-1].startswith("Germany")  # still reported, as data, in `queries`

@@ -12,8 +12,17 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.citations import MARKER, check_answer, extractive_draft
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, Deps, ai_text, call_model, check_budget, usage_of
-from grounded_agent.nodes._common import ctx_of, final_outcomes, step
+from grounded_agent.deps import (
+    FAILED_CALL,
+    BudgetExhausted,
+    Deps,
+    ai_text,
+    call_model,
+    check_budget,
+    model_unavailable,
+    usage_of,
+)
+from grounded_agent.nodes._common import ctx_of, final_outcomes, outcomes_of, step
 from grounded_agent.prompts.answer import (
     ANSWER_USER,
     CAVEAT_TEXT,
@@ -24,6 +33,7 @@ from grounded_agent.prompts.answer import (
 )
 from grounded_agent.schemas import Confidence, Finding, SourceReport, ToolOutcome
 from grounded_agent.state import AgentState
+from grounded_agent.text import content_stems
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +104,16 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         for r in reports
         if r.status == "error"
     ]
+    for o in outcomes_of(state):
+        report = next((r for r in reports if r.source == o.source), None)
+        if o.status == "error" and report is not None and report.status != "error":
+            warnings.append(
+                {
+                    "kind": "source_unavailable",
+                    "detail": f"a later search of {SOURCE_LABELS.get(o.source, o.source)} failed "
+                    f"({o.error_kind}); only its earlier search counts",
+                }
+            )
     usage: dict[str, int] = {}
     trail: list[dict[str, Any]] = []
     usable = bool(evidence) and confidence.can_answer and confidence.level in ("HIGH", "MEDIUM")
@@ -127,10 +147,19 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
                 )
                 trail.append(step(state, "answer", "budget_exhausted", str(exc)))
             except Exception:
-                log.exception("answer call failed; answering extractively")
+                log.warning("answer call failed; answering extractively", exc_info=True)
+                usage = dict(FAILED_CALL)
+                warnings.append(
+                    model_unavailable(
+                        "the answer step", "the answer was extracted from the sources"
+                    )
+                )
+                trail.append(step(state, "answer", "model_failed", "extractive answer used"))
         if how == "model" and draft.strip() and not MARKER.search(draft):
             # no marker at all: the model says the sources do not answer; that is an abstention
-            trail.append(step(state, "answer", "model_abstained", "the model found no answer in the sources"))
+            trail.append(
+                step(state, "answer", "model_abstained", "the model found no answer in the sources")
+            )
             draft = ""
             how = "abstained"
         elif not draft:
@@ -203,7 +232,7 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     else:
         citations = []
         searched = _label(worked) if worked else ""
-        quoted = "; ".join(f'"{q}"' for q in queries) or f'"{question}"'
+        quoted = _quote_queries(question, queries)
         if failed:
             status = "unavailable"
             text = UNAVAILABLE_TEXT.format(
@@ -239,6 +268,17 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     if usage:
         update["usage"] = usage
     return update
+
+
+def _quote_queries(question: str, queries: list[str]) -> str:
+    """The queries tried, quoted only where they hold nothing but the question's own words: a
+    model-written rewrite could carry a "fact" into an answer that must state none."""
+    allowed = content_stems(question)
+    shown = [f'"{q}"' for q in queries if content_stems(q) <= allowed] or [f'"{question}"']
+    hidden = sum(1 for q in queries if not content_stems(q) <= allowed)
+    if hidden:
+        shown.append(f"{hidden} rewritten quer{'y' if hidden == 1 else 'ies'} (listed in queries)")
+    return "; ".join(shown)
 
 
 def _stop_reason(state: AgentState, confidence: Confidence, failed: Sequence[str]) -> str:

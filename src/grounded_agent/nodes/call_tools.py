@@ -13,7 +13,15 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, Deps, check_budget, remaining_time, usage_of
+from grounded_agent.deps import (
+    FAILED_CALL,
+    BudgetExhausted,
+    Deps,
+    check_budget,
+    model_unavailable,
+    remaining_time,
+    usage_of,
+)
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.schemas import ToolOutcome
@@ -32,7 +40,10 @@ def _default_args(tool: SourceTool, query: str, ctx: Context) -> BaseModel:
     for name in ("k", "max_results"):
         if name in fields:
             raw[name] = ctx.top_k
-    return tool.validate(raw)
+    try:
+        return tool.validate(raw)
+    except ValidationError:  # a tool with a smaller k limit: its own default then
+        return tool.validate({"query": raw["query"]})
 
 
 def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
@@ -63,10 +74,7 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
     for name in wanted:
         if name not in tools:  # requested, but this deployment has no such tool
             outcomes.append(
-                (
-                    f"call_{uuid.uuid4().hex[:8]}",
-                    ToolOutcome.error(name, query, "config", "source not configured"),  # type: ignore[arg-type]
-                )
+                ("", ToolOutcome.error(name, query, "config", "source not configured"))  # type: ignore[arg-type]
             )
 
     model = deps.model(ctx)
@@ -109,8 +117,14 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
                 {"kind": "budget_exhausted", "detail": "model budget spent; fixed routing used"}
             )
         except Exception:
-            log.exception("tool-choosing model call failed; falling back to fixed routing")
+            log.warning("tool-choosing model call failed; fixed routing used", exc_info=True)
             trail.append(step(state, "call_tools", "model_failed", "fixed routing used"))
+            warnings.append(
+                model_unavailable(
+                    "the search step", "every requested source was searched with the question"
+                )
+            )
+            usage = dict(FAILED_CALL)
             ai_message = None
 
     chosen: set[str] = set()
@@ -123,6 +137,8 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
             parsed: BaseModel | None = None
             if tool is None:
                 reason = f"tool {name!r} is not allowed"
+            elif name in chosen:
+                reason = f"{name} was already called in this attempt"
             elif len(calls) >= ctx.max_tool_calls_per_attempt:
                 reason = f"more than {ctx.max_tool_calls_per_attempt} tool calls in one attempt"
             else:
@@ -220,7 +236,8 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
             )
     update: dict[str, Any] = {
         "outcomes": [
-            {**o.model_dump(mode="json"), "attempt": attempt, "call_id": cid} for cid, o in outcomes
+            {**o.model_dump(mode="json", exclude={"detail"}), "attempt": attempt, "call_id": cid}
+            for cid, o in outcomes
         ],
         "messages": messages,
         "queries": [query] if query not in (state.get("queries") or []) else [],

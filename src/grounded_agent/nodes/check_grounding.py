@@ -85,6 +85,7 @@ async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[
             status="error" if o.status in ("error", "not_found") else "success",
         )
         for o, r in current
+        if r.get("call_id")  # a source nobody called gets no reply to a call
     ]
     evidence = collect_evidence(outcomes, ctx.low_threshold)
     failed = [o.source for o, _ in current if o.status == "error"]

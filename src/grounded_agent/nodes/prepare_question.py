@@ -11,7 +11,15 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context, parse_sources
-from grounded_agent.deps import BudgetExhausted, Deps, ai_text, call_model, check_budget, usage_of
+from grounded_agent.deps import (
+    FAILED_CALL,
+    BudgetExhausted,
+    Deps,
+    ai_text,
+    call_model,
+    check_budget,
+    usage_of,
+)
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM, CONDENSE_QUESTION_USER
 from grounded_agent.schemas import InvalidQuestion, validate_question
@@ -86,7 +94,11 @@ async def prepare_question(
         except BudgetExhausted:
             log.info("no budget left to resolve the follow-up; searching for it as asked")
         except Exception:
-            log.exception("follow-up resolution failed; searching for the question as asked")
+            log.warning(
+                "follow-up resolution failed; searching for the question as asked", exc_info=True
+            )
+            for k, v in FAILED_CALL.items():
+                usage[k] = usage.get(k, 0) + v
     trail.append(
         step(
             turn,

@@ -10,7 +10,16 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, Deps, ai_text, call_model, check_budget, usage_of
+from grounded_agent.deps import (
+    FAILED_CALL,
+    BudgetExhausted,
+    Deps,
+    ai_text,
+    call_model,
+    check_budget,
+    model_unavailable,
+    usage_of,
+)
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
 from grounded_agent.state import AgentState
@@ -40,6 +49,7 @@ async def reformulate_query(
     model = deps.model(ctx)
     usage: dict[str, int] = {}
     rewrite, how = "", "local"
+    failed_model = False
     if model is not None:
         try:
             check_budget(state, ctx)
@@ -59,8 +69,10 @@ async def reformulate_query(
         except BudgetExhausted as exc:
             how = f"local (model budget spent: {exc})"
         except Exception:
-            log.exception("reformulation call failed; using the local rewrite")
+            log.warning("reformulation call failed; using the local rewrite", exc_info=True)
             how = "local (model call failed)"
+            usage = dict(FAILED_CALL)
+            failed_model = True
     if not rewrite:
         rewrite = local_rewrite(question, tried)
     update: dict[str, Any] = {
@@ -70,4 +82,6 @@ async def reformulate_query(
     }
     if usage:
         update["usage"] = usage
+    if failed_model:
+        update["warnings"] = [model_unavailable("the query rewrite", "a local rewrite was used")]
     return update

@@ -9,7 +9,14 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, Deps, call_model, check_budget, usage_of
+from grounded_agent.deps import (
+    BudgetExhausted,
+    Deps,
+    call_model,
+    check_budget,
+    model_unavailable,
+    usage_of,
+)
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
@@ -59,9 +66,21 @@ async def score_confidence(
         try:
             result = await call_model(structured, messages, state)
         except Exception:
-            log.exception("confidence call failed (try %d of %d)", attempt + 1, PARSE_TRIES)
+            # a broken service is not asked again, and its failure is no judgement on the evidence
+            log.warning("confidence call failed; local scorer used", exc_info=True)
             usage["llm_calls"] = usage.get("llm_calls", 0) + 1
-            continue
+            conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+            update = _done(
+                state,
+                conf,
+                f"model unreachable; local scorer: {conf.reason}",
+                "local_scorer",
+                usage,
+            )
+            update["warnings"] = [
+                model_unavailable("the confidence check", "the local scorer judged the evidence")
+            ]
+            return update
         raw = result.get("raw") if isinstance(result, dict) else None
         if raw is not None:
             for k, v in usage_of(raw).items():

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
@@ -257,6 +258,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         sentence, items = _validation_message(exc.errors())
         return JSONResponse(error_body("invalid_input", sentence, errors=items), status_code=422)
 
+    @app.exception_handler(ValidationError)
+    async def _invalid_item(request: Request, exc: ValidationError) -> JSONResponse:
+        # raised inside a run (a batch item, a config value): the caller's input, not our fault
+        sentence, items = _validation_message(exc.errors(include_input=False))
+        return JSONResponse(error_body("invalid_input", sentence, errors=items), status_code=422)
+
     @app.exception_handler(InvalidQuestion)
     async def _invalid_question(request: Request, exc: InvalidQuestion) -> JSONResponse:
         return JSONResponse(error_body("invalid_input", str(exc)), status_code=422)
@@ -335,11 +342,17 @@ def create_app(
     async def healthz() -> JSONResponse:
         """200 when the knowledge-base database answers, 503 with the reason when it does not."""
         health = await store.ahealthcheck()
-        body = health.model_dump(mode="json", exclude_none=True)
+        # open without a key: counts only; where the database lives and why it failed go to the log
+        public = {
+            k: v
+            for k, v in health.model_dump(mode="json", exclude_none=True).items()
+            if k in ("ok", "backend", "documents", "chunks", "active_chunks")
+        }
         if health.ok:
-            return JSONResponse({"status": "ok", **body})
+            return JSONResponse({"status": "ok", **public})
+        log.warning("health check failed: %s", health.detail)
         return JSONResponse(
-            {"status": "unavailable", "error": "database_unavailable", **body}, status_code=503
+            {"status": "unavailable", "error": "database_unavailable", **public}, status_code=503
         )
 
     add_routes(

@@ -18,7 +18,7 @@ from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableCo
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
-from grounded_agent.schemas import AgentResult
+from grounded_agent.schemas import AgentResult, InvalidQuestion
 from grounded_agent.serve.schemas import AgentConfig, AgentInput, AgentOutput, ClientConfigurable
 
 if TYPE_CHECKING:
@@ -32,6 +32,10 @@ Graph = CompiledStateGraph[Any, Any, Any, Any]
 
 _PUBLIC = frozenset(AgentResult.model_fields)
 """State keys a client sees; the rest (messages, deadlines, raw outcomes) stays inside."""
+
+
+MAX_BATCH = 16
+"""Questions per /agent/batch request."""
 
 
 class ThreadGraphs:
@@ -121,6 +125,21 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         raise NotImplementedError("the endpoint runs the agent asynchronously (ainvoke)")
+
+    async def abatch(
+        self,
+        inputs: list[dict[str, Any]],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """A batch takes one concurrency slot, so its size is capped like a request's body."""
+        if len(inputs) > MAX_BATCH:
+            raise InvalidQuestion(f"a batch holds at most {MAX_BATCH} questions, not {len(inputs)}")
+        return await super().abatch(
+            inputs, config, return_exceptions=return_exceptions, **kwargs
+        )
 
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any

@@ -64,7 +64,7 @@ class ClientConfigurable(BaseModel):
     low_threshold: float | None = Field(
         default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["low_threshold"]
     )
-    top_k: int | None = Field(default=None, ge=1, le=20, description=_CONTEXT_DOCS["top_k"])
+    top_k: int | None = Field(default=None, ge=1, le=10, description=_CONTEXT_DOCS["top_k"])
     wikipedia_language: str | None = Field(
         default=None, pattern=r"^[a-z]{2,12}$", description=_CONTEXT_DOCS["wikipedia_language"]
     )

@@ -8,6 +8,7 @@ which would read as "nothing found". The raw body is validated against the /sear
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -289,7 +290,8 @@ async def search_web(
                 budget_s=timeout_s,
                 label="web search",
             )
-        items = _findings(query, parsed, scorer, topic)
+        # scoring embeds the passages and reads term statistics: blocking work, off the loop
+        items = await asyncio.to_thread(_findings, query, parsed, scorer, topic)
     except SourceFailure as exc:
         f = exc.failure
         return ToolOutcome.error(
