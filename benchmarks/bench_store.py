@@ -8,8 +8,11 @@ Runs against a throw-away embedded PostgreSQL (its own GROUNDED_AGENT_HOME, stop
    real all-MiniLM-L6-v2, time split into embedding and database.
 2. Query latency p50/p95 on that ~1k-chunk table (database only, and end to end with the
    query embedding and calibrated scoring).
-3. 100k random 384-dimension vectors (20k with --quick) with the HNSW index: latency p50/p95
-   and recall@10 of the index against exact search, for queries near stored vectors.
+3. HNSW recall@10 against exact top 10 (numpy) and latency p50/p95 at ef_search 40/100/200, on
+   100k 384-d vectors (20k with --quick) of two kinds: uniform random (the worst case: all
+   distances nearly equal, so only the true #1 is well defined) and clustered Gaussian with low
+   intrinsic dimension (closer to real embeddings). Also the exact SQL search and the store's
+   own search path.
 4. Recall@5 of the gold paragraph for 500 answerable SQuAD questions (200 with --quick):
    raw vector order vs. the store's calibrated re-ranking.
 """
@@ -27,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from sqlalchemy import text
 
 from grounded_agent.store import KnowledgeStore, StoreSettings, aingest_paths, open_store
 from grounded_agent.store.server import stop_embedded_server
@@ -106,90 +109,218 @@ async def latency_1k(store: KnowledgeStore, questions: list[str]) -> None:
     print(f"asearch (embed + search + score) {ms(e2e)}")
 
 
-async def latency_big(settings: StoreSettings, n: int, queries: int) -> None:
-    store = open_store(
-        settings, embeddings=DeterministicFakeEmbedding(size=384), table_name="bench_big"
-    )
-    await store.adrop()
-    await store.aensure_schema()
-    t = store.table_name
+DIM = 384
+EF_SEARCH = (40, 100, 200)
 
-    async def load() -> float:
-        engine = await store._aengine()
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP INDEX IF EXISTS "{t}_hnsw"'))
-            await conn.execute(
-                text(
-                    f'INSERT INTO "{t}" (langchain_id, content, embedding, doc_id, indexed_at, '
-                    "is_active, chunk_index, content_hash) "
-                    "SELECT gen_random_uuid(), 'chunk ' || g, "
-                    "(SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) d WHERE g > 0)::vector, "
-                    "'doc' || g, now(), true, 0, 'h' FROM generate_series(1, :n) g"
-                ),
-                {"n": n},
+
+def uniform_data(n: int, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform in [-0.5, 0.5]^384; queries are stored vectors plus N(0, 0.1) noise. The worst
+    case for any ANN index: apart from the vector a query was made from, every stored vector is
+    at nearly the same cosine distance (~1), so true neighbours 2..10 differ from #11 by noise."""
+    x = rng.uniform(-0.5, 0.5, (n, DIM)).astype(np.float32)
+    queries = x[rng.choice(n, q, replace=False)] + rng.normal(0, 0.1, (q, DIM))
+    return x, queries.astype(np.float32)
+
+
+def clustered_data(n: int, q: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Clustered Gaussian with low intrinsic dimension, like text embeddings: 1,000 centres
+    N(0, I), each point = its centre + a 32-d latent N(0, 0.6^2) mapped into 384-d by one fixed
+    random matrix + N(0, 0.05^2) noise. Queries are fresh draws from the same mixture (not stored
+    vectors), so each has real near neighbours."""
+    centres = rng.normal(0, 1, (1000, DIM))
+    basis = rng.normal(0, 1, (32, DIM)) / np.sqrt(32)
+
+    def draw(m: int) -> np.ndarray:
+        pts = centres[rng.integers(0, len(centres), m)]
+        pts += rng.normal(0, 0.6, (m, 32)) @ basis + rng.normal(0, 0.05, (m, DIM))
+        return pts.astype(np.float32)
+
+    return draw(n), draw(q)
+
+
+def copy_binary(x: np.ndarray) -> bytes:
+    """PostgreSQL binary COPY of (g int4, embedding vector) rows, g = 1..n (pgvector's binary
+    format: int16 dim, int16 0, float4 values, all big-endian)."""
+    n, dim = x.shape
+    row = np.dtype(
+        [
+            ("nf", ">i2"),
+            ("glen", ">i4"),
+            ("g", ">i4"),
+            ("vlen", ">i4"),
+            ("dim", ">i2"),
+            ("unused", ">i2"),
+            ("v", ">f4", (dim,)),
+        ]
+    )
+    rows = np.empty(n, dtype=row)
+    rows["nf"], rows["glen"], rows["g"] = 2, 4, np.arange(1, n + 1)
+    rows["vlen"], rows["dim"], rows["unused"], rows["v"] = 4 + 4 * dim, dim, 0, x
+    header = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") * 2
+    return header + rows.tobytes() + (-1).to_bytes(2, "big", signed=True)
+
+
+def vector_literal(v: np.ndarray) -> str:
+    return "[" + ",".join(f"{float(a):.7g}" for a in v) + "]"
+
+
+async def build_table(conn: Any, t: str, x: np.ndarray) -> tuple[float, float]:
+    """Loads `x` as doc1..docN into the store's table `t` and builds the store's HNSW index
+    (m 16, ef_construction 64). Returns (load seconds, index build seconds)."""
+    t0 = time.perf_counter()
+    async with conn.transaction():
+        await conn.execute(f'DROP INDEX IF EXISTS "{t}_hnsw"')
+        await conn.execute(f"CREATE TEMP TABLE stage (g int4, embedding vector({DIM}))")
+        data = copy_binary(x)
+        copy = "COPY stage (g, embedding) FROM STDIN (FORMAT BINARY)"
+        async with conn.cursor() as cur, cur.copy(copy) as cp:
+            for i in range(0, len(data), 1 << 22):
+                await cp.write(data[i : i + (1 << 22)])
+        await conn.execute(
+            f'INSERT INTO "{t}" (langchain_id, content, embedding, doc_id, indexed_at, '
+            "is_active, chunk_index, content_hash) SELECT gen_random_uuid(), 'chunk ' || g, "
+            "embedding, 'doc' || g, now(), true, 0, 'h' FROM stage"
+        )
+        await conn.execute("DROP TABLE stage")
+    load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    async with conn.transaction():
+        await conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        await conn.execute(
+            f'CREATE INDEX "{t}_hnsw" ON "{t}" USING hnsw (embedding vector_cosine_ops) '
+            "WITH (m = 16, ef_construction = 64)"
+        )
+    await conn.execute(f'ANALYZE "{t}"')
+    return load, time.perf_counter() - t0
+
+
+async def sql_top10(conn: Any, t: str, v: str, ef: int | None) -> tuple[list[int], float]:
+    """Top 10 doc numbers (0-based rows of x) and seconds. ef: the store's HNSW query (ef_search
+    and relaxed iterative scan SET LOCAL in the query's own transaction); None: exact search,
+    index scans off in that transaction (a sequential scan; the plan is checked in plan_check)."""
+    settings = (
+        [f"SET LOCAL hnsw.ef_search = {ef}", "SET LOCAL hnsw.iterative_scan = relaxed_order"]
+        if ef
+        else ["SET LOCAL enable_indexscan = off"]
+    )
+    t0 = time.perf_counter()
+    async with conn.transaction():
+        for s in settings:
+            await conn.execute(s)
+        cur = await conn.execute(
+            f'SELECT doc_id FROM "{t}" WHERE is_active = true '
+            "ORDER BY embedding <=> %s::vector LIMIT 10",
+            (v,),
+        )
+        rows = await cur.fetchall()
+    return [int(r[0][3:]) - 1 for r in rows], time.perf_counter() - t0
+
+
+async def plan_check(conn: Any, t: str, v: str) -> None:
+    """Fails loudly if the HNSW query does not use the index with the ef_search it was given, or
+    the exact query does."""
+    async with conn.transaction():
+        await conn.execute("SET LOCAL hnsw.ef_search = 100")
+        ef = (await (await conn.execute("SHOW hnsw.ef_search")).fetchone())[0]
+        plan = " ".join(
+            r[0]
+            for r in await (
+                await conn.execute(
+                    f'EXPLAIN SELECT doc_id FROM "{t}" WHERE is_active = true '
+                    "ORDER BY embedding <=> %s::vector LIMIT 10",
+                    (v,),
+                )
+            ).fetchall()
+        )
+        assert ef == "100" and f"Index Scan using {t}_hnsw" in plan, (ef, plan[:200])
+    async with conn.transaction():
+        await conn.execute("SET LOCAL enable_indexscan = off")
+        plan = " ".join(
+            r[0]
+            for r in await (
+                await conn.execute(
+                    f'EXPLAIN SELECT doc_id FROM "{t}" WHERE is_active = true '
+                    "ORDER BY embedding <=> %s::vector LIMIT 10",
+                    (v,),
+                )
+            ).fetchall()
+        )
+        assert "hnsw" not in plan and "Seq Scan" in plan, plan[:200]
+
+
+def recall_row(label: str, found: list[list[int]], truth: np.ndarray, lat: list[float]) -> str:
+    r10 = statistics.mean(len(set(f) & set(tr)) / 10 for f, tr in zip(found, truth, strict=True))
+    nn1 = statistics.mean(tr[0] in f for f, tr in zip(found, truth, strict=True))
+    return f"  {label:<34} recall@10 {r10:5.3f}   true #1 found {nn1:5.3f}   {ms(lat)}"
+
+
+async def latency_big(settings: StoreSettings, n: int, queries: int) -> None:
+    """HNSW recall@10 and latency on two synthetic sets of n vectors. The truth is exact top 10
+    by cosine distance computed in numpy (float64) from the very vectors loaded; the exact SQL
+    search (sequential scan) is timed and checked against it."""
+    import psycopg
+
+    rng = np.random.default_rng(0)
+    print(
+        f"\n== 3. HNSW on {n:,} 384-d vectors, {queries} queries per set (m 16, ef_construction 64)"
+    )
+    sets = (
+        ("uniform", "uniform random, queries = stored vectors + noise", uniform_data),
+        ("clustered", "1,000 Gaussian clusters, 32-d intrinsic, fresh queries", clustered_data),
+    )
+    for name, label, make in sets:
+        x, qs = make(n, queries, rng)
+        store = open_store(
+            settings, embeddings=DeterministicFakeEmbedding(size=DIM), table_name=f"bench_{name}"
+        )
+        await store.adrop()
+        await store.aensure_schema()
+        t = store.table_name
+        xn = x.astype(np.float64) / np.linalg.norm(x, axis=1, keepdims=True)
+        qn = qs.astype(np.float64) / np.linalg.norm(qs, axis=1, keepdims=True)
+        dist = 1.0 - qn @ xn.T
+        order = np.argsort(dist, axis=1)
+        truth = order[:, :10]
+        ranked = np.take_along_axis(dist, order[:, :11], axis=1)
+        vs = [vector_literal(q) for q in qs]
+        # prepare_threshold=None: never server-side prepared statements. The exact and HNSW
+        # queries share their SQL text, and a cached generic plan made with index scans off would
+        # silently turn the "HNSW" runs into exact sequential scans (recall 1.000).
+        async with await psycopg.AsyncConnection.connect(
+            await asyncio.to_thread(store.database_url), autocommit=True, prepare_threshold=None
+        ) as conn:
+            load, build = await build_table(conn, t, x)
+            await plan_check(conn, t, vs[0])
+            print(
+                f"\n{name}: {label}\n"
+                f"  load {load:.1f} s, HNSW build {build:.1f} s; true cosine distance, mean over "
+                f"queries: #1 {ranked[:, 0].mean():.3f}  #2 {ranked[:, 1].mean():.3f}  "
+                f"#10 {ranked[:, 9].mean():.3f}  #11 {ranked[:, 10].mean():.3f}  "
+                f"median {np.median(dist):.3f}"
             )
-        t0 = time.perf_counter()
-        async with engine.begin() as conn:
-            await conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
-            await conn.execute(
-                text(
-                    f'CREATE INDEX "{t}_hnsw" ON "{t}" USING hnsw (embedding vector_cosine_ops) '
-                    "WITH (m = 16, ef_construction = 64)"
+            exact = [await sql_top10(conn, t, v, None) for v in vs]
+            print(
+                recall_row(
+                    "exact SQL (seq scan)", [e[0] for e in exact], truth, [e[1] for e in exact]
                 )
             )
-            await conn.execute(text(f'ANALYZE "{t}"'))
-        return time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    build = await store._call(load(), "load", None)
-    total = time.perf_counter() - t0
-    rng = random.Random(0)
-
-    async def sample_queries() -> list[list[float]]:
-        """Stored vectors plus noise: like real queries, each has near neighbours. (Fresh
-        uniform random queries have none: all 100k points tie at distance ~1, and recall
-        against exact search measures only noise.)"""
-        engine = await store._aengine()
-        async with engine.connect() as conn:
-            rows = await conn.execute(
-                text(f'SELECT embedding::text FROM "{t}" ORDER BY random() LIMIT :q'),
-                {"q": queries},
-            )
-            stored = [json.loads(r[0]) for r in rows]
-        return [[x + rng.gauss(0, 0.1) for x in vec] for vec in stored]
-
-    qs = await store._call(sample_queries(), "sample", None)
-
-    async def exact(v: list[float]) -> list[str]:
-        engine = await store._aengine()
-        async with engine.begin() as conn:
-            await conn.execute(text("SET LOCAL enable_indexscan = off"))
-            rows = await conn.execute(
-                text(
-                    f'SELECT doc_id FROM "{t}" WHERE is_active '
-                    "ORDER BY embedding <=> CAST(:v AS vector) LIMIT 10"
-                ),
-                {"v": str(v)},
-            )
-            return [r[0] for r in rows]
-
-    lat, recall, exact_lat = [], [], []
-    for v in qs:
-        t0 = time.perf_counter()
-        hits = await db_search(store, v, 10)
-        lat.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        truth = await store._call(exact(v), "exact", None)
-        exact_lat.append(time.perf_counter() - t0)
-        recall.append(len({d.metadata["doc_id"] for d, _ in hits} & set(truth)) / 10)
-    print(
-        f"\n== 3. {n:,} random 384-d vectors (load {total:.1f} s, of which HNSW build {build:.1f} s)"
-    )
-    print(f"HNSW top 10 (ef_search 64, iterative scan) {ms(lat)}")
-    print(f"exact top 10 (sequential scan)             {ms(exact_lat)}")
-    print(f"HNSW recall@10 vs exact: {statistics.mean(recall):.3f} over {queries} queries")
-    await store.adrop()
-    await store.aclose()
+            for ef in EF_SEARCH:
+                await sql_top10(conn, t, vs[0], ef)  # warm
+                res = [await sql_top10(conn, t, v, ef) for v in vs]
+                print(
+                    recall_row(
+                        f"HNSW ef_search {ef}", [r[0] for r in res], truth, [r[1] for r in res]
+                    )
+                )
+        lat, found = [], []
+        for q in qs:
+            t0 = time.perf_counter()
+            hits = await db_search(store, [float(a) for a in q], 10)
+            lat.append(time.perf_counter() - t0)
+            found.append([int(d.metadata["doc_id"][3:]) - 1 for d, _ in hits])
+        print(recall_row("store search path (ef_search 64)", found, truth, lat))
+        await store.adrop()
+        await store.aclose()
 
 
 async def recall_part(store: KnowledgeStore, corpus: list[dict[str, Any]], n: int) -> None:
