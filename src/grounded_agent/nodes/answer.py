@@ -164,6 +164,15 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
             how = "abstained"
         elif not draft:
             draft = extractive_draft(question, evidence)
+            if state.get("language"):
+                trail.append(
+                    step(
+                        state,
+                        "answer",
+                        "language_not_applied",
+                        "an extracted answer quotes its sources in their own language",
+                    )
+                )
         checked = check_answer(draft, evidence)
         for marker in checked.removed_markers:
             warnings.append(

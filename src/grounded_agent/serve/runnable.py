@@ -162,4 +162,5 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
             if mode == "updates":
                 started = True
             elif started and isinstance(chunk, dict):
-                yield {k: v for k, v in chunk.items() if k in _PUBLIC}
+                # fields the answer node has not written yet ("" status, empty answer) are left out
+                yield {k: v for k, v in chunk.items() if k in _PUBLIC and v not in ("", None)}
