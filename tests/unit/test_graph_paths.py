@@ -434,3 +434,12 @@ async def test_model_written_rewrite_is_not_quoted_in_a_not_found_answer() -> No
     assert "Germany" not in result.answer and "Argentina" not in result.answer
     assert "rewritten" in result.answer
     assert result.queries[-1].startswith("Germany")  # still reported, as data, in `queries`
+
+
+async def test_one_word_question_is_not_searched_twice() -> None:
+    kb = ScriptedSource("knowledge_base", [not_found("knowledge_base"), not_found("knowledge_base")])
+    result = await aask("pricing", graph=graph(None, knowledge_base=kb), context=CTX)
+    assert result.status == "not_found"
+    assert kb.queries == ["pricing"]
+    assert result.attempts == 1
+    assert any(t.decision == "rewrite_repeats_query" for t in result.trail)

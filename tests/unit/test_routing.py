@@ -56,3 +56,10 @@ def test_attempt_cap_cannot_be_raised_above_two() -> None:
 
 def test_cap_of_one_means_no_reformulation() -> None:
     assert route_after_grounding(state(grounding="nothing_usable", attempt_cap=1)) == "answer"
+
+
+def test_a_rewrite_that_repeats_a_tried_query_goes_to_the_answer() -> None:
+    from grounded_agent.graph.routing import route_after_reformulation
+
+    assert route_after_reformulation({"query": "Pro  plan", "queries": ["pro plan"]}) == "answer"
+    assert route_after_reformulation({"query": "pro plan price", "queries": ["pro plan"]}) == "call_tools"

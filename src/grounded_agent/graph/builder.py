@@ -10,7 +10,11 @@ from langgraph.graph.state import CompiledStateGraph
 
 from grounded_agent.context import Context
 from grounded_agent.deps import _AUTO, Deps
-from grounded_agent.graph.routing import route_after_confidence, route_after_grounding
+from grounded_agent.graph.routing import (
+    route_after_confidence,
+    route_after_grounding,
+    route_after_reformulation,
+)
 from grounded_agent.nodes.answer import answer
 from grounded_agent.nodes.call_tools import call_tools
 from grounded_agent.nodes.check_grounding import check_grounding
@@ -64,8 +68,8 @@ def build_graph(
     builder.add_conditional_edges("check_grounding", route_after_grounding)
     # HIGH/MEDIUM -> answer; LOW -> rewrite if an attempt is left; NOT_RELEVANT -> answer at once
     builder.add_conditional_edges("score_confidence", route_after_confidence)
-    # a rewritten query goes back to the tools
-    builder.add_edge("reformulate_query", "call_tools")
+    # a new query goes back to the tools; a repeat of a tried one goes to the answer
+    builder.add_conditional_edges("reformulate_query", route_after_reformulation)
     # the answer ends the run
     builder.add_edge("answer", END)
     return builder.compile(checkpointer=checkpointer, name="GroundedAgent").with_config(

@@ -35,3 +35,15 @@ def route_after_confidence(state: Mapping[str, Any]) -> Literal["reformulate_que
     return (
         "answer"  # HIGH/MEDIUM answer; NOT_RELEVANT short-circuits: no rewrite finds a missing doc
     )
+
+
+def is_repeat(query: str, tried: list[str]) -> bool:
+    """A query that only differs from a tried one in case and spacing."""
+    norm = " ".join(query.lower().split())
+    return any(norm == " ".join(t.lower().split()) for t in tried)
+
+
+def route_after_reformulation(state: Mapping[str, Any]) -> Literal["call_tools", "answer"]:
+    if is_repeat(str(state.get("query") or ""), list(state.get("queries") or [])):
+        return "answer"  # re-query only where it can help
+    return "call_tools"

@@ -20,6 +20,7 @@ from grounded_agent.deps import (
     model_unavailable,
     usage_of,
 )
+from grounded_agent.graph.routing import is_repeat
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
 from grounded_agent.state import AgentState
@@ -75,11 +76,28 @@ async def reformulate_query(
             failed_model = True
     if not rewrite:
         rewrite = local_rewrite(question, tried)
-    update: dict[str, Any] = {
-        "attempt": attempt + 1,
-        "query": rewrite,
-        "trail": [step(state, "reformulate_query", "rewrite", f"{how}: {rewrite}", query=rewrite)],
-    }
+    if is_repeat(rewrite, tried):
+        # the same search again cannot find anything new: no second attempt is spent on it
+        update: dict[str, Any] = {
+            "query": rewrite,
+            "trail": [
+                step(
+                    state,
+                    "reformulate_query",
+                    "rewrite_repeats_query",
+                    f"{how}: {rewrite!r} was already searched",
+                    query=rewrite,
+                )
+            ],
+        }
+    else:
+        update = {
+            "attempt": attempt + 1,
+            "query": rewrite,
+            "trail": [
+                step(state, "reformulate_query", "rewrite", f"{how}: {rewrite}", query=rewrite)
+            ],
+        }
     if usage:
         update["usage"] = usage
     if failed_model:
