@@ -126,7 +126,6 @@ class Context:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
         for name in (
-            "top_k",
             "max_tool_calls_per_attempt",
             "max_model_rounds",
             "max_model_calls",
