@@ -1,73 +1,205 @@
-"""Lexical signals the agent trusts without a model: key terms, coverage, sentence support."""
+"""The one lexical layer: tokens, Snowball stems, term rarity, coverage and sentence support.
+
+Relevance, confidence scoring, sentence choice and query rewriting all see words through these
+functions, so "monthly" meets "month" the same way everywhere. Stems come from the Snowball
+English stemmer (PyStemmer). Term rarity blends the knowledge base's own document frequencies
+with general-language word frequencies (wordfreq), so a word that is common in one small,
+one-domain knowledge base ("water" for a water utility) still weighs by what it says, and a
+term no corpus has seen (a product name) weighs most.
+"""
 
 from __future__ import annotations
 
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping
 
-_TOKEN = re.compile(
-    r"[A-Za-z0-9\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F'\-\.]*[A-Za-z0-9\u00C0-\u024F]|[A-Za-z0-9\u00C0-\u024F]"
-)
+# Words: letter runs (with an inner apostrophe) or numbers with inner separators ("12.40",
+# "61,200", "24/7" is two numbers). Hyphenated names split ("HPL-Guest" -> "hpl", "guest") so a
+# question that says "guest" meets them.
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)*")
+_NUMBER = re.compile(r"^\d[\d.,:]*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_NUMBER = re.compile(r"^\d[\d.,]*$")
 
-STOPWORDS = frozenset(
-    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "whose", "many", "much", "one", "two", "first", "name", "named", "called", "kind", "type", "use", "used", "according", "per", "via", "tell", "please", "give", "list", "show", "find", "describe", "explain", "say", "says", "said", "many", "does", "did", "get", "got"]
-)
+_STOPWORDS_TEXT = """
+a about above according after again against all also am an and any are as at be because been
+before being below between both but by can could did do does doing done down during each either
+else ever few for from further get got had has have having he her here hers herself him himself
+his how i if in into is it its itself just least less let like may me might more most must my
+myself no nor not now of off on once one only or other others our ours ourselves out over own
+per same shall she should since so some such than that the their theirs them themselves then
+there these they this those though through thus to too under until up upon us very via was we
+were what whatever when where whether which while who whom whose why will with within without
+would yet you your yours yourself yourselves many much name named called kind type often use
+used tell please give list show find describe explain say says said two first
+"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
-_QUESTION_LEADS = frozenset(
-    {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}
-)
+QUESTION_LEADS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+
+_local = threading.local()
+
+
+def _stemmer() -> object:
+    """One Snowball stemmer per thread: PyStemmer objects must not be shared between threads."""
+    st = getattr(_local, "stemmer", None)
+    if st is None:
+        import Stemmer
+
+        st = Stemmer.Stemmer("english")
+        _local.stemmer = st
+    return st
 
 
 def _norm(raw: str) -> str:
-    """One word as every signal sees it: lower-cased, a possessive "'s" dropped."""
-    tok = raw.strip(".-'").lower()
+    """One word as every signal sees it: lower-cased, curly apostrophe straightened, a
+    possessive "'s" dropped ("Houghton's" meets "Houghton")."""
+    tok = raw.lower().replace("’", "'")
     if tok.endswith("'s") and len(tok) > 2:
         tok = tok[:-2]
-    return tok
+    return tok.strip("'")
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens; "Houghton's" meets "Houghton"."""
+    """Lower-cased word and number tokens."""
     return [tok for tok in map(_norm, _TOKEN.findall(text)) if tok]
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=131072)
 def stem(token: str) -> str:
-    """A light suffix strip so "prices" meets "price" and "renewed" meets "renewal"."""
-    for suffix in (
-        "ations",
-        "ation",
-        "ments",
-        "ment",
-        "ings",
-        "ing",
-        "ies",
-        "ied",
-        "es",
-        "ed",
-        "s",
-    ):
-        if len(token) > len(suffix) + 3 and token.endswith(suffix):
-            return token[: -len(suffix)]
-    return token
+    """Snowball (Porter2) English stem; numbers stay as they are."""
+    if _NUMBER.match(token):
+        return token
+    return str(_stemmer().stemWord(token))  # type: ignore[attr-defined]
+
+
+def is_number(token: str) -> bool:
+    return bool(_NUMBER.match(token))
+
+
+def is_content(tok: str) -> bool:
+    """A word that carries meaning: not a stop word, not a lone letter."""
+    return tok not in STOPWORDS and (len(tok) > 1 or tok.isdigit())
+
+
+def terms(text: str) -> list[str]:
+    """Content terms in order: stems of the words that are not stop words."""
+    return [stem(t) for t in tokens(text) if is_content(t)]
 
 
 def content_stems(text: str) -> set[str]:
-    return {stem(t) for t in tokens(text) if t not in STOPWORDS}
+    return set(terms(text))
+
+
+# --- Term rarity ----------------------------------------------------------------------------
+
+CHUNK_TOKENS = 120
+"""Typical chunk length in tokens: turns a word's frequency per token into the chance that a chunk
+contains it."""
+PRIOR_CHUNKS = 50.0
+"""Strength of the general-language prior, in chunks: a knowledge base of 20 chunks is mostly
+prior, one of 2,000 mostly its own statistics."""
+MIN_CHUNK_PROBABILITY = 2e-5
+"""Floor of a word's chance to occur in a chunk: an unknown word weighs ln(1/2e-5) = 10.8."""
+
+
+@functools.lru_cache(maxsize=65536)
+def general_chunk_probability(word: str) -> float:
+    """The chance that a chunk of general English text contains `word` (wordfreq's frequency)."""
+    if _NUMBER.match(word):
+        return MIN_CHUNK_PROBABILITY
+    try:
+        from wordfreq import word_frequency
+
+        freq = float(word_frequency(word, "en"))
+    except Exception:  # no word list: every word counts as rare, the KB statistics still apply
+        freq = 0.0
+    return min(0.9, max(MIN_CHUNK_PROBABILITY, 1.0 - math.exp(-CHUNK_TOKENS * freq)))
+
+
+def rarity(word: str, df: int, n_docs: int) -> float:
+    """ln(1/p), p the smoothed chance that a chunk of this knowledge base contains the term:
+
+        p = (df + PRIOR_CHUNKS * p_general) / (n_docs + PRIOR_CHUNKS)
+
+    `word` is the surface form (for the general frequency), `df` the number of chunks of the
+    knowledge base holding its stem, `n_docs` their count (0 when there are no statistics).
+    """
+    p0 = general_chunk_probability(word)
+    df = max(0, min(df, n_docs))
+    p = (df + PRIOR_CHUNKS * p0) / (max(n_docs, 0) + PRIOR_CHUNKS)
+    return max(0.0, -math.log(min(1.0, max(p, 1e-12))))
+
+
+def surface_forms(text: str) -> dict[str, str]:
+    """Each content stem of a text with the commonest-looking surface word it came from."""
+    out: dict[str, str] = {}
+    for tok in tokens(text):
+        if is_content(tok):
+            s = stem(tok)
+            if s not in out or len(tok) < len(out[s]):
+                out[s] = tok
+    return out
+
+
+def term_weights(
+    text: str, n_docs: int = 0, dfs: Mapping[str, int] | None = None
+) -> dict[str, float]:
+    """Rarity weight of each content stem of `text` (a question); KB statistics when given."""
+    dfs = dfs or {}
+    return {s: rarity(w, dfs.get(s, 0), n_docs) for s, w in surface_forms(text).items()}
+
+
+# --- Matching -------------------------------------------------------------------------------
+
+PREFIX_CREDIT = 0.5
+"""Credit for a stem that only shares a long prefix with a passage stem ("respond"/"respons")."""
+
+
+def _prefix_match(term: str, present: Collection[str]) -> bool:
+    if len(term) < 5 or _NUMBER.match(term):
+        return False
+    for p in present:
+        if len(p) >= 5 and p[:5] == term[:5]:
+            n = min(len(p), len(term))
+            common = 0
+            while common < n and p[common] == term[common]:
+                common += 1
+            if common >= max(5, n - 2):
+                return True
+    return False
+
+
+def match_credit(term: str, present: Collection[str]) -> float:
+    """1 for a stem the passage has, PREFIX_CREDIT for a near form, else 0."""
+    if term in present:
+        return 1.0
+    return PREFIX_CREDIT if _prefix_match(term, present) else 0.0
+
+
+def weighted_coverage(weights: Mapping[str, float], text: str) -> float:
+    """Share of the question's term weight that the text contains, in [0, 1]."""
+    total = sum(weights.values())
+    if total <= 0.0:
+        return 0.0
+    present = content_stems(text)
+    return sum(w * match_credit(t, present) for t, w in weights.items()) / total
 
 
 def key_terms(question: str, idf: Callable[[str], float] | None = None) -> dict[str, float]:
-    """Weighted key content of a question: names and numbers weigh most, then rare terms."""
+    """Weighted key content of a question: names and numbers weigh most, then rare terms.
+
+    Without `idf` a plain word's weight comes from its general-language rarity.
+    """
     weights: dict[str, float] = {}
     words = _TOKEN.findall(question)
     for i, raw in enumerate(words):
         tok = _norm(raw)
-        if not tok or tok in STOPWORDS or tok in _QUESTION_LEADS:
+        if not tok or not is_content(tok) or tok in QUESTION_LEADS:
             continue
+        key = stem(tok)
         if _NUMBER.match(tok):
             weight = 3.0
         elif raw[:1].isupper() and i > 0:
@@ -77,19 +209,16 @@ def key_terms(question: str, idf: Callable[[str], float] | None = None) -> dict[
         else:
             weight = 1.0
         if idf is not None:
-            weight *= max(0.3, min(idf(tok), 3.0))
-        key = stem(tok)
+            weight *= max(0.3, min(idf(key), 3.0))
+        elif weight == 1.0:  # a plain word: as rare as it is in general English
+            weight = max(0.3, min(rarity(tok, 0, 0) / 4.0, 1.5))
         weights[key] = max(weights.get(key, 0.0), weight)
     return weights
 
 
-def coverage(terms: dict[str, float], text: str) -> float:
+def coverage(terms_: Mapping[str, float], text: str) -> float:
     """Share of the key-term weight that the text contains, in [0, 1]."""
-    if not terms:
-        return 0.0
-    present = content_stems(text) | {stem(t) for t in tokens(text)}
-    total = sum(terms.values())
-    return sum(w for t, w in terms.items() if t in present) / total
+    return weighted_coverage(terms_, text)
 
 
 def missing_names(question: str, text: str) -> list[str]:
@@ -99,9 +228,9 @@ def missing_names(question: str, text: str) -> list[str]:
     words = _TOKEN.findall(question)
     for i, raw in enumerate(words):
         tok = _norm(raw)
-        if not tok or tok in STOPWORDS or tok in _QUESTION_LEADS:
+        if not tok or not is_content(tok) or tok in QUESTION_LEADS:
             continue
-        is_name = raw[:1].isupper() and i > 0
+        is_name = raw[:1].isupper() and i > 0 and general_chunk_probability(tok) < 0.05
         if (is_name or _NUMBER.match(tok)) and stem(tok) not in present:
             missing.append(raw)
     return missing
@@ -156,6 +285,15 @@ def _ends_with_abbreviation(sentence: str) -> bool:
     return last.lower() in _ABBREVIATIONS or (len(last) == 1 and last.isupper())
 
 
+def numbers_in(text: str) -> set[str]:
+    """The numbers a text states, as written without thousands separators ("61,200" -> "61200")."""
+    out = set()
+    for t in tokens(text):
+        if _NUMBER.match(t):
+            out.add(t.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+", t) else t)
+    return out
+
+
 def support(sentence: str, passage: str) -> float:
     """How much of a sentence's content the passage contains, in [0, 1].
 
@@ -165,15 +303,16 @@ def support(sentence: str, passage: str) -> float:
     if not sent:
         return 1.0
     passage_stems = content_stems(passage) | {stem(t) for t in tokens(passage)}
-    numbers = {t for t in tokens(sentence) if _NUMBER.match(t)}
-    if numbers and not numbers <= {t for t in tokens(passage)}:
+    numbers = numbers_in(sentence)
+    if numbers and not numbers <= numbers_in(passage):
         return 0.0
     return len(sent & passage_stems) / len(sent)
 
 
 def idf_from(texts: Iterable[str]) -> Callable[[str], float]:
-    """A smoothed IDF over a small set of passages, for sources without corpus statistics."""
-    docs = [set(tokens(t)) for t in texts]
+    """Rarity of a stem among a small set of passages: a term every passage shares does not tell
+    their sentences apart."""
+    docs = [content_stems(t) for t in texts]
     n = max(len(docs), 1)
 
     def idf(term: str) -> float:

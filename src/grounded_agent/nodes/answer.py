@@ -10,7 +10,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from grounded_agent.citations import MARKER, check_answer, extractive_draft
+from grounded_agent.citations import MARKER, check_answer
+from grounded_agent.extractive import extractive_draft
 from grounded_agent.context import Context
 from grounded_agent.deps import (
     FAILED_CALL,

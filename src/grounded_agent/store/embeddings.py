@@ -95,6 +95,7 @@ def model_id_of(embeddings: Embeddings) -> str:
 
 
 def table_name_for(model_id: str) -> str:
-    """kb_<model id as an identifier>: one table per embedding model, as vectors do not mix."""
+    """kb2_<model id as an identifier>: one table per embedding model, as vectors do not mix, and
+    per schema version (2: titles embedded with their chunks, full-text search)."""
     slug = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_") or "model"
-    return f"kb_{slug}"[:50]
+    return f"kb2_{slug}"[:50]

@@ -476,7 +476,9 @@ async def aingest_paths(
     try:
         for w in range(0, len(pending), WINDOW_DOCS):
             window = pending[w : w + WINDOW_DOCS]
-            texts = [passage_text(c.section, c.content) for _, r in window for c in r.chunks]
+            texts = [
+                passage_text(r.title, c.section, c.content) for _, r in window for c in r.chunks
+            ]
             vectors: list[list[float]] = []
             t0 = time.perf_counter()
             for i in range(0, len(texts), batch):

@@ -5,82 +5,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from langchain_core.embeddings import Embeddings
 
+from grounded_agent.text import rarity, term_weights, terms, weighted_coverage
+
 log = logging.getLogger(__name__)
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-
-_STOPWORDS_TEXT = """
-a about above after again against all also am an and any are as
-at be because been before being below between both but by can could did
-do does doing done down during each either else ever few for from further
-had has have having he her here hers herself him himself his how i
-if in into is it its itself just least less let like may me
-might more most must my myself no nor not now of off on once
-one only or other others our ours ourselves out over own per same shall
-she should since so some such than that the their theirs them themselves then
-there these they this those though through thus to too under until up upon
-us very was we were what whatever when where whether which while who whom
-whose why will with within without would yet you your yours yourself yourselves get
-got many much name named called kind type often
-"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-
-_SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ed")
+UNKNOWN_TERM_N_FLOOR = 0
+"""Kept for callers of the old API; rarity now comes from `grounded_agent.text.rarity`."""
 
 
-def stem(token: str) -> str:
-    """A light suffix strip: "prices" meets "price", "policies" meets "policy"."""
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    for suffix in _SUFFIXES:
-        if len(token) > len(suffix) + 3 and token.endswith(suffix):
-            return token[: -len(suffix)]
-    if len(token) > 4 and token.endswith(("sses", "xes", "zes", "ches", "shes")):
-        return token[:-2]
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
-
-
-def terms(text: str) -> list[str]:
-    """Content terms: lower-cased, without stop words and one-letter words, lightly stemmed."""
-    out: list[str] = []
-    for raw in _WORD.findall(text.lower()):
-        tok = raw.replace("’", "'")
-        if tok.endswith("'s"):
-            tok = tok[:-2]
-        if tok in STOPWORDS or (len(tok) < 2 and not tok.isdigit()):
-            continue
-        out.append(stem(tok))
-    return out
-
-
-UNKNOWN_TERM_N_FLOOR = 1204
-"""A term the corpus never saw weighs at least as much as in the calibration corpus (1,204
-paragraphs): in a small knowledge base an unknown name must still count as the rarest term."""
-
-
-def idf_weight(df: int, n_docs: int) -> float:
-    """Smoothed IDF, ln((N+1)/(df+0.5)); an unseen term gets ln(2(max(N, 1204)+1))."""
-    if df <= 0:
-        return math.log(2 * (max(n_docs, UNKNOWN_TERM_N_FLOOR) + 1))
-    return max(0.0, math.log((n_docs + 1) / (df + 0.5)))
+def idf_weight(df: int, n_docs: int, word: str = "") -> float:
+    """Rarity of a term in a knowledge base of `n_docs` chunks, `df` of which hold it."""
+    return rarity(word, df, n_docs)
 
 
 def coverage(query_terms: Iterable[str], passage: str, weights: Mapping[str, float]) -> float:
-    """Share of the query's IDF weight whose terms occur in the passage, in [0, 1]."""
+    """Share of the query's rarity weight whose terms occur in the passage, in [0, 1]."""
     uniq = set(query_terms)
-    total = sum(weights.get(t, 0.0) for t in uniq)
-    if total <= 0.0:
-        return 0.0
-    present = set(terms(passage))
-    return sum(weights.get(t, 0.0) for t in uniq if t in present) / total
+    return weighted_coverage({t: weights.get(t, 0.0) for t in uniq}, passage)
 
 
 # --- Calibration --------------------------------------------------------------------------------
@@ -161,40 +107,30 @@ class CalibratedRelevance:
         emb = self._embeddings
         return emb if isinstance(emb, Embeddings) else emb()
 
-    @staticmethod
-    def weights_from(
-        query_terms: Collection[str], n_docs: int, dfs: Mapping[str, int]
-    ) -> dict[str, float]:
-        """IDF weight of each query term; uniform weights when there are no statistics."""
-        if n_docs <= 0:
-            return dict.fromkeys(query_terms, 1.0)
-        return {t: idf_weight(dfs.get(t, 0), n_docs) for t in query_terms}
-
     def term_weights(self, query: str) -> dict[str, float]:
-        qterms = set(terms(query))
-        if not qterms or self._stats is None:
-            return dict.fromkeys(qterms, 1.0)
+        """Rarity of each query term: the knowledge base's statistics blended with general
+        English; general English alone without statistics (a source outside the KB, or the
+        statistics unreachable)."""
+        if not terms(query) or self._stats is None:
+            return term_weights(query)
         try:
-            n_docs, dfs = self._stats.document_frequencies(qterms)
-        except Exception as exc:  # statistics are an aid: score with uniform weights instead
-            log.warning(
-                "term statistics unavailable (%s); using uniform term weights", type(exc).__name__
-            )
-            return dict.fromkeys(qterms, 1.0)
-        return self.weights_from(qterms, n_docs, dfs)
+            n_docs, dfs = self._stats.document_frequencies(set(terms(query)))
+        except Exception as exc:  # statistics are an aid: general-language rarity instead
+            log.warning("term statistics unavailable (%s); using general word rarity",
+                        type(exc).__name__)
+            return term_weights(query)
+        return term_weights(query, n_docs, dfs)
 
     async def aterm_weights(self, query: str) -> dict[str, float]:
-        qterms = set(terms(query))
-        if not qterms or self._stats is None:
-            return dict.fromkeys(qterms, 1.0)
+        if not terms(query) or self._stats is None:
+            return term_weights(query)
         try:
-            n_docs, dfs = await self._stats.adocument_frequencies(qterms)
-        except Exception as exc:  # statistics are an aid: score with uniform weights instead
-            log.warning(
-                "term statistics unavailable (%s); using uniform term weights", type(exc).__name__
-            )
-            return dict.fromkeys(qterms, 1.0)
-        return self.weights_from(qterms, n_docs, dfs)
+            n_docs, dfs = await self._stats.adocument_frequencies(set(terms(query)))
+        except Exception as exc:  # statistics are an aid: general-language rarity instead
+            log.warning("term statistics unavailable (%s); using general word rarity",
+                        type(exc).__name__)
+            return term_weights(query)
+        return term_weights(query, n_docs, dfs)
 
     @staticmethod
     def score_with(
@@ -204,7 +140,7 @@ class CalibratedRelevance:
         if len(texts) != len(cosine):
             raise ValueError("texts and cosine must have the same length")
         return [
-            calibrated(float(c), coverage(weights.keys(), t, weights))
+            calibrated(float(c), weighted_coverage(weights, t))
             for t, c in zip(texts, cosine, strict=True)
         ]
 

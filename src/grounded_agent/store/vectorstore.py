@@ -30,8 +30,9 @@ from sqlalchemy import text
 from grounded_agent.schemas import Finding
 from grounded_agent.store.embeddings import make_embeddings, model_id_of, table_name_for
 from grounded_agent.store.errors import StoreError, StoreTimeout, StoreUnavailable
-from grounded_agent.store.relevance import CalibratedRelevance, terms
+from grounded_agent.store.relevance import CalibratedRelevance
 from grounded_agent.store.settings import StoreSettings, libpq_url, redact_url, sqlalchemy_url
+from grounded_agent.text import STOPWORDS, terms
 
 if TYPE_CHECKING:
     from langchain_postgres import PGEngine, PGVectorStore
@@ -98,9 +99,39 @@ def active_filter(filters: SearchFilters | None) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def passage_text(section: str | None, content: str) -> str:
-    """What is embedded and term-counted for a chunk: its heading path, then its text."""
-    return f"{section}\n\n{content}" if section else content
+def passage_text(title: str | None, section: str | None, content: str) -> str:
+    """What is embedded, indexed and term-counted for a chunk: the document title and heading path
+    (a question often names what the title says, "water", while the passage only says "charge"),
+    then its text. A heading path that already starts with the title does not repeat it."""
+    head = [h for h in (title, section) if h]
+    if title and section and section.lower().startswith(title.lower()):
+        head = [section]
+    return "\n".join(head) + "\n\n" + content if head else content
+
+
+SCHEMA_VERSION = 2
+"""2: title embedded with each chunk, a full-text column, Snowball term statistics."""
+
+FTS_CONFIGS: dict[str, str] = {
+    "en": "english", "de": "german", "fr": "french", "es": "spanish", "it": "italian",
+    "nl": "dutch", "pt": "portuguese", "sv": "swedish", "da": "danish", "no": "norwegian",
+    "fi": "finnish", "ru": "russian",
+}
+"""PostgreSQL text search configuration per document language; other languages use 'simple'."""
+
+
+def fts_config(language: str | None) -> str:
+    return FTS_CONFIGS.get((language or "en").lower().split("-")[0], "simple")
+
+
+_TSQUERY_TERM = re.compile(r"[^\W_]+")
+
+
+def or_tsquery(query: str) -> str:
+    """The question's content words joined by OR, for to_tsquery: a passage need not contain them
+    all (plainto_tsquery would ask for every word of a natural question)."""
+    words = [w for w in _TSQUERY_TERM.findall(query.lower()) if w not in STOPWORDS and len(w) > 1]
+    return " | ".join(dict.fromkeys(words[:32]))
 
 
 @dataclass(frozen=True)
@@ -334,6 +365,10 @@ class KnowledgeStore:
                     await conn.commit()
                     if not exists:
                         await self._acreate_table(conn)
+                    elif await self._aadd_fulltext(conn):
+                        await conn.commit()
+                    else:
+                        await conn.commit()
                 finally:
                     await conn.execute(
                         text("SELECT pg_advisory_unlock(:k)"), {"k": _SCHEMA_LOCK_KEY}
@@ -374,8 +409,49 @@ class KnowledgeStore:
             "(term TEXT PRIMARY KEY, df INTEGER NOT NULL)",
         ):
             await conn.execute(text(ddl))
+        await self._aadd_fulltext(conn)
         await conn.commit()
         log.info("created knowledge-base table %s (%d dimensions)", t, dim)
+
+    async def _aadd_fulltext(self, conn: AsyncConnection) -> bool:
+        """Adds the full-text column and its GIN index; fills it for rows written before schema 2
+        and recounts their term statistics with today's stemmer. True when it upgraded rows."""
+        t = self.table_name
+        has = (
+            await conn.execute(
+                text(
+                    "SELECT 1 FROM information_schema.columns "
+                    "WHERE table_schema = 'public' AND table_name = :t AND column_name = 'fts'"
+                ),
+                {"t": t},
+            )
+        ).first()
+        if has:
+            return False
+        await conn.execute(text(f'ALTER TABLE "{t}" ADD COLUMN IF NOT EXISTS fts tsvector'))
+        await conn.execute(
+            text(f'CREATE INDEX IF NOT EXISTS "{t}_fts" ON "{t}" USING gin (fts)')
+        )
+        rows = (
+            await conn.execute(text(f'SELECT langchain_id, title, section, content, language FROM "{t}"'))
+        ).all()
+        for r in rows:
+            await conn.execute(
+                text(
+                    f'UPDATE "{t}" SET fts = to_tsvector(CAST(:cfg AS regconfig), :body) '
+                    "WHERE langchain_id = :id"
+                ),
+                {"cfg": fts_config(r[4]), "body": passage_text(r[1], r[2], r[3]), "id": r[0]},
+            )
+        if rows:
+            await conn.execute(text(f'DELETE FROM "{self.terms_table}"'))
+            await self._abump_terms(conn, [passage_text(r[1], r[2], r[3]) for r in rows], 1)
+            log.warning(
+                "knowledge-base table %s upgraded to schema %d (full-text search, new term "
+                "statistics); its embeddings predate titles: re-ingest into a new table for the "
+                "full benefit", t, SCHEMA_VERSION,
+            )
+        return bool(rows)
 
     async def aensure_schema(self) -> None:
         """Creates the extension, table and indexes if absent (idempotent across processes)."""
@@ -412,21 +488,64 @@ class KnowledgeStore:
     async def _asearch_by_vector(
         self, query: str, vector: list[float], k: int, filters: SearchFilters | None
     ) -> list[Finding]:
+        """Hybrid candidates (nearest by meaning, and best by full-text match), then one calibrated
+        re-rank decides the order: the two lists meet before the score, not after it."""
         vs = await self._aensure_schema()
         fetch_k = max(k * 4, FETCH_K_MIN)
         hits = await vs.asimilarity_search_with_score_by_vector(
             vector, k=fetch_k, filter=active_filter(filters)
         )
-        if not hits:
+        candidates: dict[tuple[Any, ...], tuple[dict[str, Any], str, float]] = {}
+        for doc, distance in hits:
+            candidates[_chunk_key(doc.metadata)] = (
+                doc.metadata, doc.page_content, 1.0 - float(distance)
+            )
+        for meta, content, cosine in await self._afulltext(query, vector, fetch_k, filters):
+            candidates.setdefault(_chunk_key(meta), (meta, content, cosine))
+        if not candidates:
             return []
         weights = await self.relevance.aterm_weights(query)
-        passages = [passage_text(d.metadata.get("section"), d.page_content) for d, _ in hits]
-        cosines = [1.0 - float(distance) for _, distance in hits]
+        rows = list(candidates.values())
+        passages = [passage_text(m.get("title"), m.get("section"), c) for m, c, _ in rows]
+        cosines = [cos for _, _, cos in rows]
         scores = self.relevance.score_with(weights, passages, cosines)
         ranked = sorted(
-            zip(hits, cosines, scores, strict=True), key=lambda h: (h[2], h[1]), reverse=True
+            zip(rows, scores, strict=True), key=lambda h: (h[1], h[0][2]), reverse=True
         )
-        return [_finding(doc.metadata, doc.page_content, s, c) for (doc, _), c, s in ranked[:k]]
+        return [_finding(meta, content, sc, cos) for (meta, content, cos), sc in ranked[:k]]
+
+    async def _afulltext(
+        self, query: str, vector: list[float], limit: int, filters: SearchFilters | None
+    ) -> list[tuple[dict[str, Any], str, float]]:
+        """Active chunks that share words with the query, best ts_rank first, with their cosine."""
+        tsq = or_tsquery(query)
+        if not tsq:
+            return []
+        where, params = _filter_sql(filters)
+        configs = sorted({*FTS_CONFIGS.values(), "simple"})
+        q_expr = " || ".join(f"to_tsquery('{c}', :tsq)" for c in configs)
+        cols = ", ".join(f'"{n}"' for n in METADATA_COLUMN_NAMES)
+        sql = (
+            f"WITH q AS (SELECT ({q_expr}) AS tq) "
+            f"SELECT {cols}, content, langchain_metadata, "
+            "1 - (embedding <=> CAST(:vec AS vector)) AS cosine "
+            f'FROM "{self.table_name}", q WHERE fts @@ q.tq AND {where} '
+            "ORDER BY ts_rank(fts, q.tq, 1) DESC, langchain_id LIMIT :limit"
+        )
+        params.update(
+            tsq=tsq, limit=limit, vec="[" + ",".join(repr(float(x)) for x in vector) + "]"
+        )
+        engine = await self._aengine()
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text(sql), params)).all()
+        out = []
+        for r in rows:
+            meta = dict(zip(METADATA_COLUMN_NAMES, r[: len(METADATA_COLUMN_NAMES)], strict=True))
+            extra = r[len(METADATA_COLUMN_NAMES) + 1]
+            if isinstance(extra, dict):
+                meta = {**extra, **meta}
+            out.append((meta, str(r[len(METADATA_COLUMN_NAMES)]), float(r[-1])))
+        return out
 
     # --- term statistics (TermStats) ----------------------------------------------------------
 
@@ -498,7 +617,7 @@ class KnowledgeStore:
             rows = (
                 await conn.execute(
                     text(
-                        f'SELECT version, content_hash, is_active, section, content FROM "{t}" '
+                        f'SELECT version, content_hash, is_active, section, content, title FROM "{t}" '
                         "WHERE doc_id = :doc_id"
                     ),
                     {"doc_id": doc.doc_id},
@@ -513,17 +632,20 @@ class KnowledgeStore:
                 await conn.execute(
                     text(f'DELETE FROM "{t}" WHERE doc_id = :doc_id AND {version_match}'), params
                 )
-                await self._abump_terms(conn, [passage_text(r[3], r[4]) for r in same], -1)
+                await self._abump_terms(
+                    conn, [passage_text(r[5], r[3], r[4]) for r in same], -1
+                )
             indexed_at = datetime.now().astimezone()
             meta = json.dumps({**doc.extra, "declared_active": doc.declared_active}, default=str)
             await conn.execute(
                 text(
                     f'INSERT INTO "{t}" (langchain_id, content, embedding, doc_id, title, version, '
                     "section, page, source_url, document_date, indexed_at, is_active, language, "
-                    "chunk_index, content_hash, langchain_metadata) VALUES (:id, :content, "
+                    "chunk_index, content_hash, langchain_metadata, fts) VALUES (:id, :content, "
                     "CAST(:embedding AS vector), :doc_id, :title, :version, :section, :page, "
                     ":source_url, :document_date, :indexed_at, false, :language, :chunk_index, "
-                    ":content_hash, CAST(:meta AS json))"
+                    ":content_hash, CAST(:meta AS json), "
+                    "to_tsvector(CAST(:fts_config AS regconfig), :fts_text))"
                 ),
                 [
                     {
@@ -544,12 +666,14 @@ class KnowledgeStore:
                         "chunk_index": c.chunk_index,
                         "content_hash": doc.content_hash,
                         "meta": meta,
+                        "fts_config": fts_config(doc.language),
+                        "fts_text": passage_text(doc.title, c.section, c.content),
                     }
                     for c, vec in zip(doc.chunks, doc.embeddings, strict=True)
                 ],
             )
             await self._abump_terms(
-                conn, [passage_text(c.section, c.content) for c in doc.chunks], 1
+                conn, [passage_text(doc.title, c.section, c.content) for c in doc.chunks], 1
             )
             await conn.execute(
                 text(
@@ -704,6 +828,30 @@ def _finding(meta: dict[str, Any], content: str, score: float, cosine: float) ->
         raw_score=cosine,
         extra=extra,
     )
+
+
+def _chunk_key(meta: dict[str, Any]) -> tuple[Any, ...]:
+    return (meta.get("doc_id"), meta.get("version"), meta.get("chunk_index"))
+
+
+def _filter_sql(filters: SearchFilters | None) -> tuple[str, dict[str, Any]]:
+    """The same conditions as `active_filter`, as SQL for the full-text query."""
+    clauses: list[str] = ["is_active"]
+    params: dict[str, Any] = {}
+    if filters is not None:
+        if filters.language:
+            clauses.append("language = :f_language")
+            params["f_language"] = filters.language
+        if filters.doc_ids:
+            clauses.append("doc_id = ANY(:f_doc_ids)")
+            params["f_doc_ids"] = list(filters.doc_ids)
+        if filters.date_from:
+            clauses.append("document_date >= :f_date_from")
+            params["f_date_from"] = filters.date_from
+        if filters.date_to:
+            clauses.append("document_date <= :f_date_to")
+            params["f_date_to"] = filters.date_to
+    return " AND ".join(clauses), params
 
 
 def open_store(

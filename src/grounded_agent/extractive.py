@@ -1,0 +1,50 @@
+"""Offline answers: the sentences of the found passages that hold what the question asks for."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from grounded_agent.citations import attach_markers
+from grounded_agent.schemas import Finding
+from grounded_agent.text import coverage, idf_from, key_terms, looks_like_instruction, split_sentences
+
+_WANTS_NUMBER = re.compile(
+    r"\b(how (many|much|long|old|far|large|big|tall|high|often|fast)|what (year|percentage|percent"
+    r"|number|amount|date|age|size)|when|in what year)\b",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+NUMBER_BONUS = 0.3
+"""Added to a sentence's coverage when the question asks for a quantity or date and it has a digit."""
+
+
+def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: int = 2) -> str:
+    """Offline answer: the sentences that best cover the question, each with its marker.
+
+    The passage is the one, among the top three, that holds the best such sentence (its relevance
+    plus that sentence's coverage), not merely the best passage overall. Key terms weigh by their
+    rarity among the passages found, since a term every passage shares does not tell sentences
+    apart; a question asking for a quantity or a date prefers sentences with a number.
+    """
+    if not sources:
+        return ""
+    top = list(sources)[:3]
+    terms = key_terms(question, idf_from(f"{f.title} {f.text}" for f in sources))
+    wants_number = bool(_WANTS_NUMBER.search(question))
+
+    def rank(sentence: str) -> float:
+        bonus = NUMBER_BONUS if wants_number and _DIGIT.search(sentence) else 0.0
+        return coverage(terms, sentence) + bonus
+
+    candidates = []
+    for n, passage in enumerate(top):
+        sentences = [s for s in split_sentences(passage.text) if not looks_like_instruction(s)]
+        if sentences:
+            candidates.append((n, sentences, [rank(x) for x in sentences]))
+    if not candidates:
+        return ""
+    best_n, sentences, scores = max(candidates, key=lambda c: top[c[0]].score + max(c[2]))
+    ranked = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
+    chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0) or ranked[:1]
+    return " ".join(attach_markers(sentences[i], f"[{best_n + 1}]") for i in chosen)
