@@ -46,5 +46,9 @@ test-fast: dev
 bench: dev
 	$(BIN)/python benchmarks/run_all.py
 
+# One table per knowledge base: SQuAD and swapped SQuAD (when ../shared/eval/squad is present, or
+# $$GROUNDED_AGENT_EVAL_DATA) and every benchmarks/kbs/*/; the mean of seeds 0, 1 and 2 on the SQuAD
+# sets. Offline by default; `make eval EVAL_ARGS=` uses a configured language model instead.
+EVAL_ARGS ?= --offline
 eval: dev
-	$(BIN)/grounded-agent eval --sample 300 --seed 0
+	$(BIN)/grounded-agent eval --all --sample 300 --seeds 0 1 2 $(EVAL_ARGS)

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from grounded_agent.answer_types import asked_type, holds_type
 from grounded_agent.citations import attach_markers
 from grounded_agent.schemas import Finding
-from grounded_agent.text import coverage, idf_from, key_terms, looks_like_instruction, split_sentences
-
-_WANTS_NUMBER = re.compile(
-    r"\b(how (many|much|long|old|far|large|big|tall|high|often|fast)|what (year|percentage|percent"
-    r"|number|amount|date|age|size)|when|in what year)\b",
-    re.IGNORECASE,
+from grounded_agent.text import (
+    coverage,
+    idf_from,
+    key_terms,
+    looks_like_instruction,
+    split_sentences,
 )
-_DIGIT = re.compile(r"\d")
-NUMBER_BONUS = 0.3
-"""Added to a sentence's coverage when the question asks for a quantity or date and it has a digit."""
+
+TYPE_BONUS = 0.3
+"""Added to a sentence's coverage when it holds the kind of thing the question asks for."""
 
 
 def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: int = 2) -> str:
@@ -25,16 +25,17 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
     The passage is the one, among the top three, that holds the best such sentence (its relevance
     plus that sentence's coverage), not merely the best passage overall. Key terms weigh by their
     rarity among the passages found, since a term every passage shares does not tell sentences
-    apart; a question asking for a quantity or a date prefers sentences with a number.
+    apart; a sentence holding what the question asks for (an amount, a duration, a date, a phone
+    number, a name) is preferred over one that only shares its words.
     """
     if not sources:
         return ""
     top = list(sources)[:3]
     terms = key_terms(question, idf_from(f"{f.title} {f.text}" for f in sources))
-    wants_number = bool(_WANTS_NUMBER.search(question))
+    wanted = asked_type(question)
 
     def rank(sentence: str) -> float:
-        bonus = NUMBER_BONUS if wants_number and _DIGIT.search(sentence) else 0.0
+        bonus = TYPE_BONUS if wanted is not None and holds_type(wanted, sentence) else 0.0
         return coverage(terms, sentence) + bonus
 
     candidates = []

@@ -10,8 +10,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from grounded_agent.answer_types import AnswerType, asked_type, holds_type
 from grounded_agent.schemas import Confidence, Finding
-from grounded_agent.text import coverage, key_terms, missing_names
+from grounded_agent.text import coverage, key_terms, missing_names, split_sentences
 
 # Cut-offs on key-term coverage of a passage (share of the question's weighted key terms).
 HIGH_COVERAGE = 0.5
@@ -36,6 +37,11 @@ ANSWER_P = 0.88
 HIGH_P = 0.95
 
 
+TYPE_SENTENCE_COVERAGE = 0.2
+"""A sentence counts as holding the asked-for thing only if it also shares some of the question's
+key terms: a figure anywhere in a passage is not an answer."""
+
+
 @dataclass(frozen=True)
 class Signals:
     best_score: float
@@ -43,6 +49,10 @@ class Signals:
     missing: tuple[str, ...]
     top_coverage: float = 0.0
     """Key-term coverage of the single most relevant passage, the one an answer would quote."""
+    asked: AnswerType | None = None
+    """The kind of answer the question asks for (None when its form does not say)."""
+    type_found: bool = True
+    """Some sentence of a top passage holds that kind of thing next to the question's terms."""
 
     @property
     def answer_probability(self) -> float:
@@ -54,16 +64,30 @@ def _passage(f: Finding) -> str:
     return f"{f.title}\n{f.section or ''}\n{f.text}"
 
 
+def _holds_asked(terms: dict[str, float], kind: AnswerType | None, passages: Sequence[Finding]) -> bool:
+    if kind is None:
+        return True
+    for f in passages:
+        for sentence in split_sentences(f.text):
+            if holds_type(kind, sentence) and coverage(terms, sentence) >= TYPE_SENTENCE_COVERAGE:
+                return True
+    return False
+
+
 def signals(question: str, evidence: Sequence[Finding]) -> Signals:
-    """Best relevance, best key-term coverage of a top passage, names no passage contains, and
-    the coverage of the most relevant passage."""
+    """Best relevance, best key-term coverage of a top passage, names no passage contains, the
+    coverage of the most relevant passage, and whether the asked-for kind of answer is there."""
     if not evidence:
         return Signals(0.0, 0.0, ())
     terms = key_terms(question)
-    top = sorted(evidence, key=lambda f: f.score, reverse=True)[:3]
+    top = list(evidence)[:3]  # best answer first, as the sources ranked them
     covs = [coverage(terms, _passage(f)) for f in top]
     joined = "\n".join(f"{f.title} {f.section or ''} {f.text}" for f in top)
-    return Signals(top[0].score, max(covs), tuple(missing_names(question, joined)), covs[0])
+    kind = asked_type(question)
+    return Signals(
+        max(f.score for f in evidence), max(covs), tuple(missing_names(question, joined)), covs[0],
+        kind, _holds_asked(terms, kind, top),
+    )
 
 
 def local_confidence(
@@ -73,6 +97,11 @@ def local_confidence(
     s = signals(question, evidence)
     if not evidence or s.best_score < low_threshold:
         return Confidence(level="NOT_RELEVANT", reason="no passage reached the relevance threshold")
+    if not s.type_found:
+        return Confidence(
+            level="LOW",
+            reason=f"the passages found share the question's words but state no {s.asked}",
+        )
     p = s.answer_probability
     why = f"relevance {s.best_score:.2f}, {s.top_coverage:.0%} of the key terms in the best passage"
     if p >= ANSWER_P:
@@ -96,7 +125,7 @@ def decisive(
 ) -> tuple[Confidence, str] | None:
     """A verdict the model cannot improve on, with the signal that decided it; else None."""
     s = signals(question, evidence)
-    if s.best_score >= found_threshold and s.coverage >= 0.6 and not s.missing:
+    if s.best_score >= found_threshold and s.coverage >= 0.6 and not s.missing and s.type_found:
         return (
             Confidence(
                 level="HIGH",

@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 # question that says "guest" meets them.
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)*")
 _NUMBER = re.compile(r"^\d[\d.,:]*$")
+_VOWEL = re.compile(r"[aeiouy]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 _STOPWORDS_TEXT = """
@@ -72,6 +73,8 @@ def stem(token: str) -> str:
     """Snowball (Porter2) English stem; numbers stay as they are."""
     if _NUMBER.match(token):
         return token
+    if len(token) >= 3 and token.endswith("s") and not _VOWEL.search(token[:-1]):
+        return token[:-1]  # an acronym's plural ("DVDs", "PDFs"), which Snowball leaves alone
     return str(_stemmer().stemWord(token))  # type: ignore[attr-defined]
 
 
@@ -89,8 +92,9 @@ def terms(text: str) -> list[str]:
     return [stem(t) for t in tokens(text) if is_content(t)]
 
 
-def content_stems(text: str) -> set[str]:
-    return set(terms(text))
+@functools.lru_cache(maxsize=8192)
+def content_stems(text: str) -> frozenset[str]:
+    return frozenset(terms(text))
 
 
 # --- Term rarity ----------------------------------------------------------------------------
@@ -158,33 +162,32 @@ PREFIX_CREDIT = 0.5
 """Credit for a stem that only shares a long prefix with a passage stem ("respond"/"respons")."""
 
 
-def _prefix_match(term: str, present: Collection[str]) -> bool:
-    if len(term) < 5 or _NUMBER.match(term):
-        return False
-    for p in present:
-        if len(p) >= 5 and p[:5] == term[:5]:
-            n = min(len(p), len(term))
-            common = 0
-            while common < n and p[common] == term[common]:
-                common += 1
-            if common >= max(5, n - 2):
-                return True
-    return False
+@functools.lru_cache(maxsize=16384)
+def _prefixes(present: frozenset[str]) -> frozenset[str]:
+    return frozenset(p[:k] for p in present if len(p) >= 5 for k in range(5, len(p) + 1))
 
 
 def match_credit(term: str, present: Collection[str]) -> float:
-    """1 for a stem the passage has, PREFIX_CREDIT for a near form, else 0."""
+    """1 for a stem the passage has, PREFIX_CREDIT for a near form (the term without its last two
+    letters, at least five, begins a passage stem: "respond" meets "respons"), else 0."""
     if term in present:
         return 1.0
-    return PREFIX_CREDIT if _prefix_match(term, present) else 0.0
+    if len(term) < 5 or _NUMBER.match(term):
+        return 0.0
+    frozen = present if isinstance(present, frozenset) else frozenset(present)
+    return PREFIX_CREDIT if term[: max(5, len(term) - 2)] in _prefixes(frozen) else 0.0
 
 
 def weighted_coverage(weights: Mapping[str, float], text: str) -> float:
     """Share of the question's term weight that the text contains, in [0, 1]."""
+    return stems_coverage(weights, content_stems(text))
+
+
+def stems_coverage(weights: Mapping[str, float], present: Collection[str]) -> float:
+    """`weighted_coverage` over a text's stems computed once."""
     total = sum(weights.values())
     if total <= 0.0:
         return 0.0
-    present = content_stems(text)
     return sum(w * match_credit(t, present) for t, w in weights.items()) / total
 
 

@@ -198,3 +198,55 @@ async def test_real_model_ranks_the_sample_kb(real_store: KnowledgeStore) -> Non
         "How much does the Pro plan cost?", ["Nitrogen boils at minus 196 degrees Celsius."]
     )
     assert outside[0] < 0.55
+
+
+async def test_full_text_half_finds_what_fake_vectors_miss(
+    fake_store: KnowledgeStore, tmp_path: Path
+) -> None:
+    # fake embeddings are random: only the full-text half of the hybrid search can rank by words
+    for i in range(30):
+        _write(tmp_path / f"filler{i}.md", f"filler-{i}", f"# Note {i}\n\nNothing of use {i}.")
+    _write(tmp_path / "tariff.md", "tariff", "# Water tariffs\n\n## Base charge\n\n"
+           "Every residential connection pays EUR 12.40 per month.", language="en")
+    _write(tmp_path / "de.md", "de-tarif", "# Wassertarife\n\nDie Grundgebühren steigen.",
+           language="de")
+    await aingest_paths([tmp_path], fake_store)
+    found = await fake_store.asearch("monthly water base charge", k=3)
+    assert found[0].source_id == "tariff"
+    # the German document is indexed with the German configuration: its stemmed word matches
+    german = await fake_store.asearch("Grundgebühr", k=3)
+    assert german[0].source_id == "de-tarif"
+    # filters hold in the full-text half too
+    none = await fake_store.asearch("monthly water base charge", k=3,
+                                    filters=SearchFilters(language="de"))
+    assert all(f.source_id != "tariff" for f in none)
+
+
+async def test_a_schema_1_table_is_upgraded_in_place(
+    store_settings: StoreSettings, table_name: str, tmp_path: Path
+) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    def fresh() -> KnowledgeStore:
+        return open_store(store_settings, embeddings=DeterministicFakeEmbedding(size=384),
+                          table_name=table_name)
+
+    old = fresh()
+    for i in range(20):
+        _write(tmp_path / f"f{i}.md", f"f-{i}", f"# Filler {i}\n\nPlain words {i}.")
+    _write(tmp_path / "a.md", "a", "# Prices\n\nThe hardness is 14 degrees.")
+    await aingest_paths([tmp_path], old)
+    engine = await old._aengine()
+    async with engine.begin() as conn:  # what a table written before schema 2 looks like
+        await conn.execute(text(f'ALTER TABLE "{table_name}" DROP COLUMN fts'))
+        await conn.execute(text(f'DELETE FROM "{table_name}_terms"'))
+    await old.aclose()
+    new = fresh()
+    try:
+        found = await new.asearch("water hardness", k=2)
+        assert found[0].source_id == "a"
+        n, dfs = await new.adocument_frequencies({"hard"})
+        assert n == 21 and dfs == {"hard": 1}
+    finally:
+        await new.adrop()
+        await new.aclose()

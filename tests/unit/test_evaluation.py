@@ -13,20 +13,29 @@ from grounded_agent.evaluation.baselines import plain_rag, thresholds_only
 from grounded_agent.evaluation.data import (
     EvalDataError,
     EvalQuestion,
+    active_versions,
     convert_squad,
     load_eval_set,
+    load_kb_dir,
+    load_swapped_set,
     stratified_sample,
 )
 from grounded_agent.evaluation.grading import (
     Response,
     contains_answer,
+    credited_score,
     grade,
     kind_metrics,
     normalise,
     percentile,
     system_metrics,
 )
-from grounded_agent.evaluation.report import build_report, render_table
+from grounded_agent.evaluation.report import (
+    build_report,
+    render_kb_table,
+    render_table,
+    summarise_seeds,
+)
 from grounded_agent.evaluation.scripted import DecisionFollowingModel
 from tests.fakes import ScriptedSource, finding, found
 
@@ -208,7 +217,7 @@ def test_squad_conversion_rejects_bad_input() -> None:
 
 
 def test_load_eval_set_reads_both_formats_and_says_where_data_comes_from(tmp_path: Path) -> None:
-    with pytest.raises(EvalDataError, match="ships no evaluation data"):
+    with pytest.raises(EvalDataError, match="ships no SQuAD data"):
         load_eval_set(tmp_path / "questions.jsonl", tmp_path / "kb_corpus.jsonl")
     official = tmp_path / "dev-v2.0.json"
     official.write_text(json.dumps(SQUAD), encoding="utf-8")
@@ -285,4 +294,336 @@ def test_eval_arguments_parse() -> None:
     )
     assert (args.sample, args.seed, args.kinds, args.json, args.holdout_articles) == (
         5, 2, ["out_of_kb"], True, 3)
-    assert args.questions.name == "questions.jsonl"
+    assert args.questions is None and args.data is None  # resolved at run time, from the cwd
+    more = build_parser().parse_args(
+        ["eval", "--all", "--seeds", "0", "1", "2", "--kbs-root", "kbs", "--offline"])
+    assert more.all and more.seeds == [0, 1, 2] and more.kbs_root == Path("kbs") and more.offline
+    two = build_parser().parse_args(["eval", "--kb-dir", "a", "--kb-dir", "b", "--swapped"])
+    assert two.kb_dir == [Path("a"), Path("b")] and two.swapped
+
+
+# --- versions, the credited score, notes ----------------------------------------------------------
+
+FEE_2026 = EvalQuestion("v1", "What's the daily fine for a late book?", "answerable", ("EUR 0.25",),
+                        "fees", gold_version="2026.1", note="version")
+
+
+def test_gold_version_is_part_of_the_gold_citation() -> None:
+    right = grade(FEE_2026, Response("answered", "EUR 0.25 a day [1].", ["fees"], ["2026.1"]), "s")
+    assert (right.outcome, right.cites_gold, right.wrong_version) == ("correct", True, False)
+    old = grade(FEE_2026, Response("answered", "EUR 0.25 a day [1].", ["fees"], ["2025.1"]), "s")
+    assert (old.outcome, old.score, old.cites_gold, old.wrong_version) == ("wrong", -1, False, True)
+    # the right version beside the wrong one is still a citation of a superseded text: wrong
+    both = grade(FEE_2026, Response("answered", "EUR 0.25 [1][2].", ["fees", "fees"],
+                                    ["2026.1", "2025.1"]), "s")
+    assert both.outcome == "wrong" and both.wrong_version
+    unknown = grade(FEE_2026, Response("answered", "EUR 0.25 [1].", ["fees"]), "s")
+    assert unknown.outcome == "wrong"  # a version that is not known is not the gold version
+    # without gold_version any version of the gold document is the gold citation
+    any_version = EvalQuestion("v2", "fine?", "answerable", ("EUR 0.25",), "fees")
+    assert grade(any_version, Response("answered", "EUR 0.25 [1]", ["fees"], ["2025.1"]), "s").score == 1
+    m = kind_metrics([right, old])
+    assert m["citation_precision"] == 0.5
+    fails = build_report([grade(FEE_2026, Response("answered", "EUR 0.25", ["fees"], ["2025.1"]),
+                                "full_graph")], {"v1": 1}, {})["full_graph_answerable_failures"]
+    assert fails["gold_cited_wrong_version"] == 1
+
+
+def test_credited_score_rules() -> None:
+    assert credited_score("correct", True) == 1
+    assert credited_score("abstained", False) == 1  # right abstention
+    assert credited_score("abstained", True) == 0  # wrong abstention
+    assert credited_score("wrong", True) == -1 and credited_score("hallucinated", False) == -1
+    rows = [
+        grade(ANSWERABLE, Response("answered", "France [1]", ["Normans#0"]), "s"),  # +1
+        grade(ANSWERABLE, Response("not_found"), "s"),  # 0
+        grade(UNANSWERABLE, Response("not_found"), "s"),  # +1
+        grade(OUT_OF_KB, Response("answered", "Denver [1]", ["x"]), "s"),  # -1
+    ]
+    assert [r.credited for r in rows] == [1, 0, 1, -1]
+    m = system_metrics(rows)
+    assert m["credited_score_all"] == 0.25
+    assert m["by_kind"]["unanswerable_in_kb_topic"]["credited_score"] == 1.0
+
+
+def test_per_note_breakdown() -> None:
+    near = EvalQuestion("n1", "Do you lend telescopes?", "unanswerable_in_kb_topic", (), None,
+                        note="near_miss")
+    para = EvalQuestion("p1", "How long can I keep a book?", "answerable", ("21 days",), "loans",
+                        note="paraphrase")
+    rows = [
+        grade(near, Response("not_found"), "full_graph"),
+        grade(para, Response("answered", "21 days [1]", ["loans"], [None]), "full_graph"),
+        grade(FEE_2026, Response("not_found"), "full_graph"),
+        grade(near, Response("answered", "Yes [1]", ["loans"]), "thresholds_only"),
+        grade(para, Response("not_found"), "thresholds_only"),
+        grade(FEE_2026, Response("answered", "EUR 0.25 [1]", ["fees"], ["2026.1"]),
+              "thresholds_only"),
+    ]
+    full = system_metrics([r for r in rows if r.system == "full_graph"])
+    assert list(full["by_note"]) == ["paraphrase", "version", "near_miss"]  # NOTES order
+    assert full["by_note"]["near_miss"]["right_rate"] == 1.0
+    assert full["by_note"]["version"]["counts"]["abstained"] == 1
+    report = build_report(rows, {"p1": 1, "v1": 2}, {"corpus": "tiny", "sampled": False},
+                          {"n1": 0.2, "p1": 0.8, "v1": 0.95})
+    assert report["criterion"] == {"full_graph": 0.6667, "thresholds_only": 0.0, "beats": True}
+    table = render_kb_table(report)
+    assert "== tiny: 3 questions" in table and "all questions" in table
+    assert "+0.667" in table and "beats" in table
+    assert "near_miss" in table and "paraphrase" in table
+    json.dumps(report)
+
+
+def test_reliability_bins_in_the_report() -> None:
+    from grounded_agent.evaluation.plots import reliability_bins, write_reliability_plot
+
+    bins = reliability_bins([(0.05, False, False), (0.95, True, True), (1.0, True, False),
+                             (0.55, False, False), (None, True, True)])
+    assert len(bins) == 10 and [b["n"] for b in bins] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 2]
+    assert bins[9]["share"] == 1.0 and bins[9]["share_gold_top1"] == 0.5
+    assert bins[1]["share"] is None and bins[0]["bin"] == "0.0-0.1"
+    rows = [grade(ANSWERABLE, Response("not_found"), "thresholds_only"),
+            grade(OUT_OF_KB, Response("not_found"), "thresholds_only")]
+    report = build_report(rows, {"a1": 1, "o1": None}, {}, {"a1": 0.81, "o1": 0.12})
+    rel = {b["bin"]: b for b in report["reliability"]}
+    assert rel["0.8-0.9"] == {**rel["0.8-0.9"], "n": 1, "share": 1.0}
+    assert rel["0.1-0.2"]["n"] == 1 and rel["0.1-0.2"]["share"] == 0.0
+    assert write_reliability_plot([{**b, "n": 0} for b in bins], Path("unused.png")) is None
+
+
+def test_seeds_summary_is_the_mean() -> None:
+    def one(seed: int, outcome_ok: bool) -> dict:
+        rows = [grade(ANSWERABLE, Response("answered", "France [1]" if outcome_ok else "Spain [1]",
+                                           ["Normans#0"]), s) for s in ("full_graph", "thresholds_only")]
+        rows.append(grade(OUT_OF_KB, Response("not_found"), "full_graph"))
+        rows.append(grade(OUT_OF_KB, Response("not_found"), "thresholds_only"))
+        return build_report(rows, {"a1": 1 if outcome_ok else 2, "o1": None},
+                            {"corpus": "squad", "seed": seed, "sampled": True,
+                             "sample_per_kind": 1}, {"a1": 0.9, "o1": 0.1})
+
+    summary = summarise_seeds([one(0, True), one(1, False)])
+    full = summary["systems"]["full_graph"]
+    assert full["by_kind"]["answerable"]["correct_rate"] == 0.5
+    assert full["credited_score_all"] == 0.5  # (1.0 + 0.0) / 2
+    assert summary["retrieval"]["gold_top1"] == 0.5
+    assert [p["seed"] for p in summary["per_seed"]] == [0, 1]
+    assert summary["reliability"][9]["n"] == 2 and summary["reliability"][9]["share"] == 1.0
+    table = render_kb_table(summary)
+    assert "mean of seeds 0, 1" in table and "does NOT beat" in table
+    json.dumps(summary)
+
+
+# --- the swapped SQuAD set ------------------------------------------------------------------------
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_swapped_set_turns_held_out_questions_answerable(tmp_path: Path) -> None:
+    _write_jsonl(tmp_path / "kb_corpus.jsonl", [
+        {"doc_id": "Normans#0", "title": "Normans", "text": "Normandy is a region in France."}])
+    _write_jsonl(tmp_path / "heldout_corpus.jsonl", [
+        {"doc_id": "SB#0", "title": "SB", "text": "The Denver Broncos won Super Bowl 50 in 2016."},
+        {"doc_id": "SB#1", "title": "SB", "text": "The game was played at Levi's Stadium."},
+    ])
+    _write_jsonl(tmp_path / "questions.jsonl", [
+        {"id": "a", "question": "Where is Normandy?", "kind": "answerable", "answers": ["France"],
+         "gold_doc_id": "Normans#0"},
+        {"id": "u", "question": "Where is Normandy in 1000 BC?", "kind": "unanswerable_in_kb_topic",
+         "answers": [], "gold_doc_id": "Normans#0"},
+        # mapped by the data: answers checked against the paragraph; "8" is not in it -> dropped
+        {"id": "o1", "question": "Who won Super Bowl 50?", "kind": "out_of_kb",
+         "answers": ["Denver Broncos", "8"], "gold_doc_id": "SB#0"},
+        # no gold_doc_id: the one held-out paragraph holding an answer
+        {"id": "o2", "question": "Where was it played?", "kind": "out_of_kb",
+         "answers": ["Levi's Stadium"], "gold_doc_id": None},
+        # the answer is in no held-out paragraph: dropped
+        {"id": "o3", "question": "Who sang?", "kind": "out_of_kb", "answers": ["Coldplay"],
+         "gold_doc_id": "SB#0"},
+    ])
+    s = load_swapped_set(tmp_path)
+    by_id = {q.id: q for q in s.questions}
+    assert set(by_id) == {"a", "o1", "o2"}
+    assert by_id["a"].kind == "out_of_kb"
+    assert (by_id["o1"].kind, by_id["o1"].gold_doc_id, by_id["o1"].answers) == (
+        "answerable", "SB#0", ("Denver Broncos",))
+    assert (by_id["o2"].kind, by_id["o2"].gold_doc_id) == ("answerable", "SB#1")
+    assert s.kb_path == tmp_path / "heldout_corpus.jsonl" and s.sampled
+    assert s.info["dropped_in_topic_unanswerable"] == 1
+    assert s.info["dropped_no_checked_gold"] == 1 and s.info["gold_found_by_answer_search"] == 1
+    assert s.info["answers_dropped_not_in_gold"] == 1
+    assert {d["doc_id"] for d in s.iter_kb()} == {"SB#0", "SB#1"}
+    with pytest.raises(EvalDataError, match=r"heldout_corpus\.jsonl"):
+        load_swapped_set(tmp_path / "nowhere")
+
+
+# --- a project knowledge base ---------------------------------------------------------------------
+
+
+def _md(meta: dict[str, str], body: str) -> str:
+    return "---\n" + "".join(f"{k}: {v}\n" for k, v in meta.items()) + "---\n" + body
+
+
+def _tiny_kb(root: Path) -> Path:
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    (docs / "fees_2025.md").write_text(_md(
+        {"id": "fees", "title": "Fees", "version": '"2025.1"', "document_date": "2025-01-15",
+         "language": "en", "source_url": "https://example.org/fees"},
+        "# Fees\n\nThe daily fine for a book is EUR 0.20.\n"), encoding="utf-8")
+    (docs / "fees_2026.md").write_text(_md(
+        {"id": "fees", "title": "Fees", "version": '"2026.1"', "document_date": "2026-02-01",
+         "language": "en", "source_url": "https://example.org/fees"},
+        "# Fees\n\nThe daily fine for a book is EUR 0.25.\n"), encoding="utf-8")
+    (docs / "loans.md").write_text(_md(
+        {"id": "loans", "title": "Loans", "version": '"2026.1"', "document_date": "2026-01-12"},
+        "# Loans\n\nBooks are lent for 21 days.\n"), encoding="utf-8")
+    _write_jsonl(root / "questions.jsonl", [
+        {"id": "q1", "question": "How long can I keep a book?", "kind": "answerable",
+         "answers": ["21 days"], "gold_doc_id": "loans", "note": "paraphrase"},
+        {"id": "q2", "question": "What's the fine per day now?", "kind": "answerable",
+         "answers": ["EUR 0.25"], "gold_doc_id": "fees", "gold_version": "2026.1", "note": "version"},
+        {"id": "q3", "question": "Do you lend telescopes?", "kind": "unanswerable_in_kb_topic",
+         "answers": [], "gold_doc_id": None, "note": "near_miss"},
+        {"id": "q4", "question": "Who won Super Bowl 50?", "kind": "out_of_kb", "answers": [],
+         "gold_doc_id": None, "note": "off_topic"},
+    ])
+    return root
+
+
+def test_kb_dir_loader_reads_markdown_and_questions(tmp_path: Path) -> None:
+    kb = _tiny_kb(tmp_path / "tiny")
+    s = load_kb_dir(kb)
+    assert s.name == "tiny" and not s.sampled and s.kb_path == kb / "docs"
+    assert [q.id for q in s.questions] == ["q1", "q2", "q3", "q4"]
+    q2 = s.questions[1]
+    assert (q2.gold_doc_id, q2.gold_version, q2.note) == ("fees", "2026.1", "version")
+    assert s.info["documents"] == 2 and s.info["document_versions"] == 3
+    assert s.warnings == []
+    docs = list(s.iter_kb())
+    assert {(d["doc_id"], d["version"]) for d in docs} == {
+        ("fees", "2025.1"), ("fees", "2026.1"), ("loans", "2026.1")}
+    assert active_versions(docs) == {"fees": "2026.1", "loans": "2026.1"}
+    digest = s.corpus_digest()
+    assert digest == load_kb_dir(kb).corpus_digest()
+    (kb / "docs" / "loans.md").write_text(_md({"id": "loans"}, "Books are lent for 28 days.\n"),
+                                          encoding="utf-8")
+    assert load_kb_dir(kb).corpus_digest() != digest
+    # every question is asked, whatever --sample
+    from grounded_agent.cli import build_parser
+    from grounded_agent.evaluation.cli import _questions_for
+
+    args = build_parser().parse_args(["eval", "--sample", "1"])
+    assert len(_questions_for(s, args, 0)) == 4
+
+
+def test_kb_dir_loader_flags_what_cannot_be_graded(tmp_path: Path) -> None:
+    kb = _tiny_kb(tmp_path / "tiny")
+    qfile = kb / "questions.jsonl"
+    lines = qfile.read_text(encoding="utf-8").splitlines()
+    extra = [
+        {"id": "q5", "question": "What was the fine in 2025?", "kind": "answerable",
+         "answers": ["EUR 0.20"], "gold_doc_id": "fees", "gold_version": "2025.1", "note": "stale"},
+        {"id": "q6", "question": "How long?", "kind": "answerable", "answers": ["3 weeks"],
+         "gold_doc_id": "loans", "note": "paraphrase"},
+    ]
+    qfile.write_text("\n".join(lines + [json.dumps(o) for o in extra]) + "\n", encoding="utf-8")
+    s = load_kb_dir(kb)
+    assert any("q5" in w and "not the active version" in w for w in s.warnings)
+    assert any("q6" in w and "no answer string" in w for w in s.warnings)
+    for bad, match in (
+        ({"gold_doc_id": "nowhere"}, "not a document id"),
+        ({"gold_version": "1999"}, "has no version"),
+        ({"id": "q1"}, "duplicate id"),
+    ):
+        obj = {"id": "q9", "question": "How long?", "kind": "answerable", "answers": ["21 days"],
+               "gold_doc_id": "loans", **bad}
+        qfile.write_text("\n".join([*lines, json.dumps(obj)]) + "\n", encoding="utf-8")
+        with pytest.raises(EvalDataError, match=match):
+            load_kb_dir(kb)
+    other = _tiny_kb(tmp_path / "other")
+    (other / "questions.jsonl").unlink()
+    with pytest.raises(EvalDataError, match="questions file"):
+        load_kb_dir(other)
+    with pytest.raises(EvalDataError, match=r"folder .* not found"):
+        load_kb_dir(tmp_path / "missing")
+    (tmp_path / "nodocs").mkdir()
+    with pytest.raises(EvalDataError, match="documents folder"):
+        load_kb_dir(tmp_path / "nodocs")
+
+
+# --- which sets a command evaluates ---------------------------------------------------------------
+
+
+def test_data_paths_come_from_options_env_or_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grounded_agent.cli import build_parser
+    from grounded_agent.evaluation.cli import default_data_dir, resolve_sets
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GROUNDED_AGENT_EVAL_DATA", raising=False)
+    assert default_data_dir() == Path("..") / "shared" / "eval" / "squad"
+    monkeypatch.setenv("GROUNDED_AGENT_EVAL_DATA", str(tmp_path / "squad"))
+    assert default_data_dir() == tmp_path / "squad"
+
+    parse = build_parser().parse_args
+    # --all without benchmarks/kbs under the cwd: a clear failure
+    with pytest.raises(EvalDataError, match="run from the repository root or pass --kbs-root"):
+        resolve_sets(parse(["eval", "--all"]))
+    # with KBs but no SQuAD data: SQuAD skipped with a reason, every KB folder taken
+    _tiny_kb(tmp_path / "benchmarks" / "kbs" / "alpha")
+    _tiny_kb(tmp_path / "benchmarks" / "kbs" / "beta")
+    specs, skipped = resolve_sets(parse(["eval", "--all"]))
+    assert [s.label for s in specs] == ["alpha", "beta"]
+    assert len(skipped) == 2 and all("GROUNDED_AGENT_EVAL_DATA" in m for m in skipped)
+    assert specs[0].load().name == "alpha"
+    # SQuAD files present: both SQuAD sets come first
+    (tmp_path / "squad").mkdir()
+    for name in ("questions.jsonl", "kb_corpus.jsonl", "heldout_corpus.jsonl"):
+        (tmp_path / "squad" / name).write_text("", encoding="utf-8")
+    specs, skipped = resolve_sets(parse(["eval", "--all", "--kbs-root", "benchmarks/kbs"]))
+    assert [s.label for s in specs] == ["squad", "squad-swapped", "alpha", "beta"] and not skipped
+    # --swapped without data, --kb-dir alone
+    monkeypatch.setenv("GROUNDED_AGENT_EVAL_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(EvalDataError, match="--swapped"):
+        resolve_sets(parse(["eval", "--swapped"]))
+    specs, _ = resolve_sets(parse(["eval", "--kb-dir", "benchmarks/kbs/alpha"]))
+    assert [s.label for s in specs] == ["alpha"]
+
+
+def test_eval_all_fails_clearly_without_kbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from grounded_agent.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "--all", "--offline"]) == 2
+    assert "--kbs-root" in capsys.readouterr().err
+
+
+# --- the harness's shared search ------------------------------------------------------------------
+
+
+async def test_run_question_records_rank_best_score_and_cited_versions() -> None:
+    from grounded_agent.evaluation.harness import gold_rank, run_question, versions_of
+
+    old = finding(source_id="fees", title="Fees", score=0.9, text="The daily fine is EUR 0.25.")
+    old = old.model_copy(update={"version": "2025.1"})
+    new = old.model_copy(update={"version": "2026.1", "score": 0.8})
+    assert gold_rank([old, new], "fees") == 1 and gold_rank([old, new], "fees", "2026.1") == 2
+    assert gold_rank([old], "fees", "2026.1") is None and gold_rank([old], None) is None
+    assert versions_of(["fees", "x"], [old, new]) == ["2025.1", None]
+
+    class Store:
+        async def asearch(self, query: str, k: int = 5) -> list:
+            return [old]
+
+    rows, rank, best = await run_question(
+        FEE_2026, store=Store(), graph=None, ctx=Context(sources=["knowledge_base"]),  # type: ignore[arg-type]
+        systems=["thresholds_only", "plain_rag"],
+    )
+    assert rank is None and best == 0.9  # the gold version is not in the search
+    assert {r.system for r in rows} == {"thresholds_only", "plain_rag"}
+    for r in rows:
+        assert r.cited == ["fees"] and r.cited_versions == ["2025.1"]
+        assert r.outcome == "wrong" and r.wrong_version

@@ -5,6 +5,15 @@
  0  abstained (not_found or unavailable);
 -1  answered where it should have abstained (a hallucination), or answered with a wrong
     citation or without the gold answer (a wrong answer).
+
+Where a question names a `gold_version`, the gold citation is that document at that version: a
+citation of the gold document at any other version makes the answer wrong, even beside a citation
+of the right version.
+
+The credited score (`credited`) is the issue-9 criterion: a correct answer +1, a right abstention
+(on a question that should be abstained) +1, a wrong answer or hallucination -1, a wrong
+abstention (on an answerable question) 0; its mean over every question of a knowledge base is
+the "mean credited score" each table prints.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from grounded_agent.evaluation.data import KINDS, EvalQuestion
+from grounded_agent.evaluation.data import KINDS, NOTES, EvalQuestion
 
 ANSWERED_STATUSES = frozenset({"answered", "answered_with_caveat", "partial"})
 ABSTAINED_STATUSES = frozenset({"not_found", "unavailable"})
@@ -55,6 +64,8 @@ class Response:
     status: str
     answer: str = ""
     cited: list[str] = field(default_factory=list)
+    cited_versions: list[str | None] = field(default_factory=list)
+    """Version of each citation in `cited` (same order); missing entries are None."""
     llm_calls: int = 0
     latency_ms: float = 0.0
     attempts: int = 1
@@ -86,16 +97,45 @@ class Graded:
     best_score: float | None
     gold_rank: int | None = None
     error: str | None = None
+    note: str | None = None
+    gold_version: str | None = None
+    cited_versions: list[str | None] = field(default_factory=list)
+    wrong_version: bool = False
+    """The gold document was cited at a version other than `gold_version`."""
+    credited: int = 0
+    """The credited score: +1 correct or right abstention, 0 wrong abstention, -1 wrong answer."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def credited_score(outcome: Outcome, should_answer: bool) -> int:
+    """+1 correct or right abstention; 0 abstaining on an answerable question; -1 otherwise."""
+    if outcome == "correct":
+        return 1
+    if outcome == "abstained":
+        return 0 if should_answer else 1
+    return -1
+
+
+def gold_citation(q: EvalQuestion, cited: Sequence[str], versions: Sequence[str | None]
+                  ) -> tuple[bool, bool]:
+    """(cites the gold document at the gold version, cites it at another version)."""
+    if q.gold_doc_id is None:
+        return False, False
+    seen = [versions[i] if i < len(versions) else None
+            for i, c in enumerate(cited) if c == q.gold_doc_id]
+    if q.gold_version is None:
+        return bool(seen), False
+    wrong = any(v != q.gold_version for v in seen)
+    return bool(seen) and not wrong, wrong
 
 
 def grade(q: EvalQuestion, r: Response, system: str, gold_rank: int | None = None) -> Graded:
     """Applies the +1/0/-1 rules. A status that is neither answered nor abstained counts as
     answered: a system must say plainly when it does not know."""
     answered = r.status not in ABSTAINED_STATUSES
-    cites_gold = q.gold_doc_id is not None and q.gold_doc_id in r.cited
+    cites_gold, wrong_version = gold_citation(q, r.cited, r.cited_versions)
     has_answer = bool(q.answers) and contains_answer(r.answer, q.answers)
     outcome: Outcome
     if not answered:
@@ -112,7 +152,9 @@ def grade(q: EvalQuestion, r: Response, system: str, gold_rank: int | None = Non
         cites_gold=cites_gold, has_answer=has_answer, answer=r.answer, llm_calls=r.llm_calls,
         latency_ms=round(r.latency_ms, 2), attempts=r.attempts, confidence=r.confidence,
         best_score=None if r.best_score is None else round(r.best_score, 4),
-        gold_rank=gold_rank, error=r.error,
+        gold_rank=gold_rank, error=r.error, note=q.note, gold_version=q.gold_version,
+        cited_versions=list(r.cited_versions), wrong_version=wrong_version,
+        credited=credited_score(outcome, q.should_answer),
     )
 
 
@@ -136,20 +178,23 @@ def kind_metrics(rows: Sequence[Graded]) -> dict[str, Any]:
     hallucination_rate: share answered although the kind asks for an abstention (0 for answerable);
     wrong_rate: share answered with a wrong citation or without the gold answer (answerable);
     citation_precision: share of all citations of answered answerable questions that are the
-    gold paragraph; credited_score: the mean score when a correct abstention counts +1.
+    gold paragraph; credited_score: the mean credited score (a right abstention counts +1).
     """
     n = len(rows)
     counts = {o: sum(1 for r in rows if r.outcome == o) for o in OUTCOMES}
     answered = [r for r in rows if r.outcome != "abstained"]
     cites = [c for r in answered if r.kind == "answerable" for c in r.cited]
     gold_cites = sum(
-        1 for r in answered if r.kind == "answerable" for c in r.cited if c == r.gold_doc_id
+        1
+        for r in answered
+        if r.kind == "answerable"
+        for i, c in enumerate(r.cited)
+        if c == r.gold_doc_id
+        and (r.gold_version is None
+             or (r.cited_versions[i] if i < len(r.cited_versions) else None) == r.gold_version)
     )
     latencies = [r.latency_ms for r in rows]
-    should_abstain = bool(rows) and rows[0].kind != "answerable"
-    credited = [
-        (1 if should_abstain and r.outcome == "abstained" else r.score) for r in rows
-    ]
+    credited = [r.credited for r in rows]
     return {
         "n": n,
         "counts": counts,
@@ -178,15 +223,39 @@ def system_metrics(rows: Sequence[Graded]) -> dict[str, Any]:
     """Per kind, and the pooled means the targets are stated in."""
     by_kind = {k: [r for r in rows if r.kind == k] for k in KINDS}
     out: dict[str, Any] = {"by_kind": {k: kind_metrics(v) for k, v in by_kind.items() if v}}
+    notes = note_metrics(rows)
+    if notes:
+        out["by_note"] = notes
     pooled = by_kind["answerable"] + by_kind["out_of_kb"]
     if pooled:
         out["mean_score_answerable_out_of_kb"] = round(sum(r.score for r in pooled) / len(pooled), 4)
-        credited = [
-            1 if (r.kind != "answerable" and r.outcome == "abstained") else r.score for r in pooled
-        ]
-        out["credited_score_answerable_out_of_kb"] = round(sum(credited) / len(pooled), 4)
+        out["credited_score_answerable_out_of_kb"] = round(
+            sum(r.credited for r in pooled) / len(pooled), 4
+        )
     if rows:
         out["mean_score_all"] = round(sum(r.score for r in rows) / len(rows), 4)
+        out["credited_score_all"] = round(sum(r.credited for r in rows) / len(rows), 4)
+    return out
+
+
+def note_metrics(rows: Sequence[Graded]) -> dict[str, Any]:
+    """Per note (what a project-KB question tests): how many, of which kinds, the outcomes, the
+    share handled right (correct where answerable, abstained otherwise), the credited score."""
+    present = {r.note for r in rows if r.note}
+    order = [n for n in NOTES if n in present] + sorted(present - set(NOTES))
+    out: dict[str, Any] = {}
+    for note in order:
+        sel = [r for r in rows if r.note == note]
+        right = sum(1 for r in sel if r.credited == 1)
+        out[note] = {
+            "n": len(sel),
+            "kinds": {k: sum(1 for r in sel if r.kind == k) for k in KINDS
+                      if any(r.kind == k for r in sel)},
+            "counts": {o: sum(1 for r in sel if r.outcome == o) for o in OUTCOMES},
+            "right_rate": _rate(right, len(sel)),
+            "wrong_version": sum(1 for r in sel if r.wrong_version),
+            "credited_score": round(sum(r.credited for r in sel) / len(sel), 4),
+        }
     return out
 
 

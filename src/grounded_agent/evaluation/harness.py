@@ -45,7 +45,8 @@ def open_eval_store(eval_set: EvalSet, table_name: str | None = None) -> Knowled
 
 
 def kb_file(eval_set: EvalSet, store: KnowledgeStore) -> Path:
-    """The JSON Lines file to ingest: the given one, or the converted corpus cached by table name."""
+    """What to ingest: the given JSON Lines file or documents folder, or the converted corpus
+    written to a JSON Lines file cached by table name."""
     if eval_set.kb_path is not None:
         return eval_set.kb_path
     path = store.settings.home / "eval" / f"{store.table_name}.jsonl"
@@ -70,16 +71,29 @@ async def aingest(eval_set: EvalSet, store: KnowledgeStore, progress: bool) -> I
 class RunResult:
     rows: list[Graded]
     gold_ranks: dict[str, int | None] = field(default_factory=dict)
+    best_scores: dict[str, float | None] = field(default_factory=dict)
+    """Best calibrated relevance of each question's shared top-k search (None: search failed)."""
     seconds: float = 0.0
 
 
-def gold_rank(findings: Sequence[Finding], gold: str | None) -> int | None:
+def gold_rank(
+    findings: Sequence[Finding], gold: str | None, version: str | None = None
+) -> int | None:
+    """1-based rank of the first passage of the gold document (at `version`, when given)."""
     if gold is None:
         return None
     for i, f in enumerate(findings, 1):
-        if f.source_id == gold:
+        if f.source_id == gold and (version is None or f.version == version):
             return i
     return None
+
+
+def versions_of(cited: Sequence[str], findings: Sequence[Finding]) -> list[str | None]:
+    """The version of each cited document among the passages it was drawn from."""
+    by_id: dict[str, str | None] = {}
+    for f in findings:
+        by_id.setdefault(f.source_id, f.version)
+    return [by_id.get(c) for c in cited]
 
 
 async def _timed(coro_fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -95,22 +109,27 @@ async def run_question(
     graph: CompiledStateGraph[Any, Any, Any, Any],
     ctx: Context,
     systems: Sequence[str] = SYSTEMS,
-) -> tuple[list[Graded], int | None]:
-    """Every system on one question. The baselines share one search; the graph runs its own."""
+) -> tuple[list[Graded], int | None, float | None]:
+    """Every system on one question: (graded rows, gold rank, best relevance).
+
+    One top-k search of the question is always made: the baselines answer from it, and it gives
+    the gold rank and the best relevance the report measures retrieval and reliability on. The
+    graph runs its own searches.
+    """
     from grounded_agent.api import aask
 
     rows: list[Graded] = []
-    rank: int | None = None
+    search_error: str | None = None
+    findings: list[Finding] = []
+    started = time.perf_counter()
+    try:
+        findings = await store.asearch(q.question, k=ctx.top_k)
+    except Exception as exc:  # a failed search is an unavailable answer, not a crash
+        search_error = f"{type(exc).__name__}: {exc}"
+    search_ms = (time.perf_counter() - started) * 1000
+    rank = gold_rank(findings, q.gold_doc_id, q.gold_version)
+    best = None if search_error else max((f.score for f in findings), default=0.0)
     if "plain_rag" in systems or "thresholds_only" in systems:
-        search_error: str | None = None
-        findings: list[Finding] = []
-        started = time.perf_counter()
-        try:
-            findings = await store.asearch(q.question, k=ctx.top_k)
-        except Exception as exc:  # a failed search is an unavailable answer, not a crash
-            search_error = f"{type(exc).__name__}: {exc}"
-        search_ms = (time.perf_counter() - started) * 1000
-        rank = gold_rank(findings, q.gold_doc_id)
         for name in ("thresholds_only", "plain_rag"):
             if name not in systems:
                 continue
@@ -121,6 +140,7 @@ async def run_question(
                 resp = plain_rag(q.question, findings)
             else:
                 resp = thresholds_only(q.question, findings, ctx.found_threshold, ctx.low_threshold)
+            resp.cited_versions = versions_of(resp.cited, findings)
             resp.latency_ms = search_ms + (time.perf_counter() - t0) * 1000
             rows.append(grade(q, resp, name, rank))
     if "full_graph" in systems:
@@ -131,6 +151,7 @@ async def run_question(
                 status=result.status,
                 answer=result.answer if result.status not in ("not_found", "unavailable") else "",
                 cited=[c.source_id for c in result.citations],
+                cited_versions=[c.version for c in result.citations],
                 llm_calls=result.usage.llm_calls,
                 attempts=result.attempts,
                 confidence=result.confidence.level,
@@ -141,7 +162,7 @@ async def run_question(
             resp = Response(status="unavailable", error=f"{type(exc).__name__}: {exc}")
         resp.latency_ms = (time.perf_counter() - started) * 1000
         rows.append(grade(q, resp, "full_graph", rank))
-    return rows, rank
+    return rows, rank, best
 
 
 async def arun_sample(
@@ -165,9 +186,11 @@ async def arun_sample(
 
     async def one(q: EvalQuestion) -> None:
         async with sem:
-            rows, rank = await run_question(q, store=store, graph=graph, ctx=ctx, systems=systems)
+            rows, rank, best = await run_question(q, store=store, graph=graph, ctx=ctx,
+                                                  systems=systems)
         result.rows.extend(rows)
         result.gold_ranks[q.id] = rank
+        result.best_scores[q.id] = best
         bar.update(1)
 
     try:

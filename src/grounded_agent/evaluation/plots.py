@@ -1,19 +1,98 @@
-"""PNG plots of an evaluation run (matplotlib, the dev extra): outcomes and score distributions."""
+"""PNG plots of an evaluation run (matplotlib, the dev extra): outcomes, score distributions and
+the reliability of the relevance score."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from grounded_agent.evaluation.baselines import SYSTEMS
 from grounded_agent.evaluation.data import KINDS
 from grounded_agent.evaluation.grading import OUTCOMES, Graded
 
 COLOURS = {"correct": "#2e7d32", "abstained": "#9e9e9e", "wrong": "#ef6c00", "hallucinated": "#c62828"}
+RELIABILITY_BINS = 10
+
+
+def reliability_bins(
+    points: Sequence[tuple[float | None, bool, bool]], n_bins: int = RELIABILITY_BINS
+) -> list[dict[str, Any]]:
+    """Reliability of the relevance score: equal-width bins of [0, 1] over the best passage's
+    calibrated relevance in each question's top-k search, and per bin the share of questions that
+    are answerable with the gold document retrieved (in the top k; `share_gold_top1`: ranked
+    first). A score that means the same on every KB gives the same curve on every KB.
+
+    `points`: (best relevance or None when the search failed, answerable and gold in top k,
+    answerable and gold top-1) per question; questions without a score are left out.
+    """
+    bins: list[dict[str, Any]] = []
+    counts = [[0, 0, 0] for _ in range(n_bins)]
+    for score, retrieved, top1 in points:
+        if score is None:
+            continue
+        i = min(n_bins - 1, max(0, int(score * n_bins)))
+        counts[i][0] += 1
+        counts[i][1] += bool(retrieved)
+        counts[i][2] += bool(top1)
+    for i, (n, hit, top) in enumerate(counts):
+        lo, hi = i / n_bins, (i + 1) / n_bins
+        bins.append({
+            "bin": f"{lo:.1f}-{hi:.1f}", "lo": round(lo, 4), "hi": round(hi, 4), "n": n,
+            "share": round(hit / n, 4) if n else None,
+            "share_gold_top1": round(top / n, 4) if n else None,
+        })
+    return bins
+
+
+def write_reliability_plot(
+    bins: Sequence[dict[str, Any]], path: Path, title: str = "",
+    thresholds: Sequence[float] = (),
+) -> Path | None:
+    """reliability.png: share answerable-and-gold-retrieved per relevance bin, with the number of
+    questions per bin beneath; None when matplotlib is not installed or there are no points."""
+    if not any(b["n"] for b in bins):
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mids = [(b["lo"] + b["hi"]) / 2 for b in bins]
+    width = (bins[0]["hi"] - bins[0]["lo"]) * 0.9
+    fig, (ax, axn) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot([0, 1], [0, 1], color="#bdbdbd", linestyle=":", label="identity")
+    pts = [(m, b["share"]) for m, b in zip(mids, bins, strict=True) if b["share"] is not None]
+    top = [(m, b["share_gold_top1"]) for m, b in zip(mids, bins, strict=True)
+           if b["share_gold_top1"] is not None]
+    ax.plot([m for m, _ in pts], [v for _, v in pts], marker="o", color="#1565c0",
+            label="answerable, gold in top k")
+    ax.plot([m for m, _ in top], [v for _, v in top], marker=".", color="#90caf9",
+            linestyle="--", label="answerable, gold top-1")
+    for t in thresholds:
+        ax.axvline(t, color="#c62828", linestyle="--", linewidth=0.8)
+        axn.axvline(t, color="#c62828", linestyle="--", linewidth=0.8)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("share of questions in bin")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(f"Relevance reliability{f': {title}' if title else ''}")
+    axn.bar(mids, [b["n"] for b in bins], width=width, color="#9e9e9e")
+    axn.set_ylabel("questions")
+    axn.set_xlabel("best calibrated relevance of the top-k search")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def write_plots(rows: Sequence[Graded], directory: Path) -> list[Path]:
-    """outcomes.png, scores.png and relevance.png; [] when matplotlib is not installed."""
+    """outcomes.png, scores.png and relevance.png; [] when matplotlib is not installed.
+    (reliability.png is `write_reliability_plot`'s, from the report's bins.)"""
     try:
         import matplotlib
 

@@ -1,14 +1,16 @@
-"""The evaluation report: JSON (metrics per system and kind, targets, run facts) and a text table."""
+"""The evaluation report: JSON (metrics per system, kind and note, targets, reliability bins, run
+facts), the detailed text table, and the one-table-per-KB summary `eval --all` prints."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from grounded_agent.evaluation.baselines import SYSTEMS
-from grounded_agent.evaluation.data import KINDS
+from grounded_agent.evaluation.data import KINDS, NOTES
 from grounded_agent.evaluation.grading import Graded, retrieval_metrics, system_metrics
 
 # Offline-mode targets of the full graph (issue 6).
@@ -39,8 +41,15 @@ def targets_of(full: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_report(
-    rows: Sequence[Graded], gold_ranks: dict[str, int | None], meta: dict[str, Any]
+    rows: Sequence[Graded],
+    gold_ranks: Mapping[str, int | None],
+    meta: dict[str, Any],
+    best_scores: Mapping[str, float | None] | None = None,
 ) -> dict[str, Any]:
+    """Metrics per system (by kind, by note, pooled, credited), retrieval, the full graph's
+    targets and failure breakdown, and (given `best_scores`) the reliability bins."""
+    from grounded_agent.evaluation.plots import reliability_bins
+
     systems = [s for s in SYSTEMS if any(r.system == s for r in rows)]
     metrics = {s: system_metrics([r for r in rows if r.system == s]) for s in systems}
     answerable_ids = {r.id for r in rows if r.kind == "answerable"}
@@ -49,6 +58,15 @@ def build_report(
         "retrieval": retrieval_metrics([gold_ranks.get(i) for i in sorted(answerable_ids)]),
         "systems": metrics,
     }
+    if best_scores is not None:
+        kinds = {r.id: r.kind for r in rows}
+        points = []
+        for qid in sorted(kinds):
+            rank = gold_ranks.get(qid) if kinds[qid] == "answerable" else None
+            points.append((best_scores.get(qid), rank is not None, rank == 1))
+        report["reliability"] = reliability_bins(points)
+    if "full_graph" in metrics and "thresholds_only" in metrics:
+        report["criterion"] = criterion(metrics)
     if "full_graph" in metrics:
         report["targets"] = targets_of(metrics["full_graph"])
         report["full_graph_answerable_failures"] = failure_breakdown(
@@ -57,16 +75,27 @@ def build_report(
     return report
 
 
+def criterion(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Issue 9: the full graph beats thresholds-only on the mean credited score of the KB."""
+    full = metrics["full_graph"].get("credited_score_all")
+    base = metrics["thresholds_only"].get("credited_score_all")
+    return {"full_graph": full, "thresholds_only": base,
+            "beats": full is not None and base is not None and full > base}
+
+
 def failure_breakdown(rows: Sequence[Graded]) -> dict[str, int]:
     """Why answerable questions were not correct: retrieval, decision or extraction."""
     out = {"correct": 0, "gold_not_retrieved_abstained": 0, "gold_retrieved_abstained": 0,
-           "wrong_paragraph_cited": 0, "gold_cited_answer_not_extracted": 0}
+           "wrong_paragraph_cited": 0, "gold_cited_wrong_version": 0,
+           "gold_cited_answer_not_extracted": 0}
     for r in rows:
         if r.outcome == "correct":
             out["correct"] += 1
         elif r.outcome == "abstained":
             key = "gold_retrieved_abstained" if r.gold_rank else "gold_not_retrieved_abstained"
             out[key] += 1
+        elif r.wrong_version:
+            out["gold_cited_wrong_version"] += 1
         elif not r.cites_gold:
             out["wrong_paragraph_cited"] += 1
         else:
@@ -131,3 +160,142 @@ def write_report(report: dict[str, Any], rows: Sequence[Graded], directory: Path
             fh.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
     paths["table"].write_text(render_table(report) + "\n", encoding="utf-8")
     return paths
+
+
+# --- one table per knowledge base ------------------------------------------------------------------
+
+KIND_LABELS = {"answerable": "answerable", "unanswerable_in_kb_topic": "in-topic unanswerable",
+               "out_of_kb": "out_of_kb"}
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return round(statistics.fmean(xs), 4) if xs else None
+
+
+def summarise_seeds(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The mean over runs of one KB with different seeds, in the shape `render_kb_table` reads.
+
+    Rates and scores are means of the per-seed values; `per_seed` keeps each run's credited score
+    and gold top-1; reliability bins are pooled (counts added).
+    """
+    first = reports[0]
+    systems: dict[str, Any] = {}
+    for system in first["systems"]:
+        runs = [r["systems"][system] for r in reports if system in r["systems"]]
+        by_kind: dict[str, Any] = {}
+        for kind in KINDS:
+            ks = [m["by_kind"][kind] for m in runs if kind in m["by_kind"]]
+            if not ks:
+                continue
+            by_kind[kind] = {"n": _mean([k["n"] for k in ks])}
+            for key in ("correct_rate", "abstention_rate", "wrong_rate", "hallucination_rate",
+                        "credited_score", "llm_calls_mean"):
+                by_kind[kind][key] = _mean([k[key] for k in ks])
+        notes: dict[str, Any] = {}
+        for m in runs:
+            for note, v in (m.get("by_note") or {}).items():
+                notes.setdefault(note, []).append(v)
+        systems[system] = {
+            "by_kind": by_kind,
+            "credited_score_all": _mean([m.get("credited_score_all") for m in runs]),
+            "by_note": {n: {"n": _mean([x["n"] for x in vs]),
+                            "right_rate": _mean([x["right_rate"] for x in vs]),
+                            "credited_score": _mean([x["credited_score"] for x in vs])}
+                        for n, vs in notes.items()},
+        }
+    out: dict[str, Any] = {
+        "meta": {**first["meta"], "seeds": [r["meta"].get("seed") for r in reports]},
+        "retrieval": {"gold_top1": _mean([(r.get("retrieval") or {}).get("gold_top1")
+                                          for r in reports])},
+        "systems": systems,
+        "per_seed": [
+            {"seed": r["meta"].get("seed"),
+             "gold_top1": (r.get("retrieval") or {}).get("gold_top1"),
+             "credited_score_all": {s: m.get("credited_score_all") for s, m in r["systems"].items()}}
+            for r in reports
+        ],
+    }
+    if all("reliability" in r for r in reports):
+        pooled = []
+        for i, b in enumerate(first["reliability"]):
+            n = sum(r["reliability"][i]["n"] for r in reports)
+            hit = sum(round((r["reliability"][i]["share"] or 0) * r["reliability"][i]["n"])
+                      for r in reports)
+            top = sum(round((r["reliability"][i]["share_gold_top1"] or 0) * r["reliability"][i]["n"])
+                      for r in reports)
+            pooled.append({**b, "n": n, "share": round(hit / n, 4) if n else None,
+                           "share_gold_top1": round(top / n, 4) if n else None})
+        out["reliability"] = pooled
+    if "full_graph" in systems and "thresholds_only" in systems:
+        out["criterion"] = criterion(systems)
+    return out
+
+
+def render_kb_table(report: dict[str, Any]) -> str:
+    """One knowledge base: a row per system; correct / abstained / wrong % of the answerable
+    questions, abstained % of each kind that should be abstained, gold top-1 % (the shared search,
+    the same for every system) and the mean credited score over all the KB's questions."""
+    meta = report.get("meta", {})
+    systems: dict[str, Any] = report["systems"]
+    kinds = [k for k in KINDS if any(k in m["by_kind"] for m in systems.values())]
+    ns = {k: next(m["by_kind"][k]["n"] for m in systems.values() if k in m["by_kind"])
+          for k in kinds}
+    seeds = meta.get("seeds")
+    how = ("all questions" if not meta.get("sampled", True)
+           else f"{meta.get('sample_per_kind')} per kind, "
+           + (f"mean of seeds {', '.join(str(s) for s in seeds)}" if seeds and len(seeds) > 1
+              else f"seed {meta.get('seed')}"))
+    total = sum(float(n) for n in ns.values())
+    lines = [
+        f"== {meta.get('set') or meta.get('corpus', '?')}: {total:.0f} questions "
+        f"({', '.join(f'{KIND_LABELS[k]} {float(ns[k]):.0f}' for k in kinds)}); {how}; "
+        f"{meta.get('mode', '?')}; {meta.get('active_documents', meta.get('kb_documents', '?'))} "
+        "documents, "
+        f"{meta.get('active_chunks', '?')} chunks searched"
+    ]
+    head1 = f"{'':<16}"
+    head2 = f"{'system':<16}"
+    if "answerable" in kinds:
+        head1 += f" | {'answerable':^23}"
+        head2 += f" | {'correct':>7} {'abstain':>7} {'wrong':>7}"
+    for k in kinds:
+        if k != "answerable":
+            label = "in-topic" if k == "unanswerable_in_kb_topic" else "out_of_kb"
+            head1 += f" | {label:^9}"
+            head2 += f" | {'abstain':>9}"
+    head1 += f" | {'gold':>6} | {'mean':>8}"
+    head2 += f" | {'top-1':>6} | {'credited':>8}"
+    lines += [head1, head2, "-" * len(head2)]
+    top1 = (report.get("retrieval") or {}).get("gold_top1")
+    for system, m in systems.items():
+        line = f"{system:<16}"
+        bk = m["by_kind"]
+        if "answerable" in kinds:
+            a = bk.get("answerable", {})
+            line += (f" | {_pct(a.get('correct_rate')):>7} {_pct(a.get('abstention_rate')):>7} "
+                     f"{_pct(a.get('wrong_rate')):>7}")
+        for k in kinds:
+            if k != "answerable":
+                line += f" | {_pct(bk.get(k, {}).get('abstention_rate')):>9}"
+        score = m.get("credited_score_all")
+        line += f" | {_pct(top1):>6} | {'-' if score is None else f'{score:+.3f}':>8}"
+        lines.append(line)
+    crit = report.get("criterion")
+    if crit:
+        full, base = crit["full_graph"], crit["thresholds_only"]
+        lines.append(
+            f"full graph vs thresholds-only, mean credited score: {full:+.3f} vs {base:+.3f}: "
+            f"{'beats' if crit['beats'] else 'does NOT beat'}"
+        )
+    notes = {n for m in systems.values() for n in (m.get("by_note") or {})}
+    if notes:
+        order = [n for n in NOTES if n in notes] + sorted(notes - set(NOTES))
+        lines.append("per note, share handled right (correct where answerable, abstained "
+                     "otherwise):")
+        lines.append(f"  {'note':<12} {'n':>4}  " + "  ".join(f"{s:>15}" for s in systems))
+        for note in order:
+            n = next(m["by_note"][note]["n"] for m in systems.values() if note in m.get("by_note", {}))
+            cells = [_pct(m.get("by_note", {}).get(note, {}).get("right_rate")) for m in systems.values()]
+            lines.append(f"  {note:<12} {float(n):>4.0f}  " + "  ".join(f"{c:>15}" for c in cells))
+    return "\n".join(lines)

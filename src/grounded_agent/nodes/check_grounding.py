@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
+from grounded_agent.prompts.sources import render_passages
 from grounded_agent.schemas import Finding, ToolOutcome, classify
 from grounded_agent.state import AgentState, fresh
 
@@ -43,28 +44,25 @@ def tool_message_text(outcome: ToolOutcome, low: float) -> str:
     )
     if outcome.status == "low_relevance":
         header += " They only partly match the question: state only what they say."
-    passages = "\n".join(
-        f'<passage source="{i.source}" id="{i.source_id}" title="{i.title}" relevance="{i.score:.2f}">\n'
-        f"{i.text}\n</passage>"
-        for i in outcome.items
-        if i.score >= low
-    )
+    passages = render_passages(i for i in outcome.items if i.score >= low)
     return f"{header}\n{passages}"
 
 
 def collect_evidence(outcomes: list[ToolOutcome], low: float) -> list[Finding]:
-    """Usable passages of every completed read, deduplicated, best first."""
-    seen: dict[str, Finding] = {}
+    """Usable passages of every completed read, deduplicated, best answer first.
+
+    Each source's own order is kept (the knowledge base ranks by which passage answers, which is
+    not always the most relevant one); sources are interleaved by position, then relevance."""
+    seen: dict[str, tuple[int, Finding]] = {}
     for outcome in outcomes:
         if outcome.status not in ("found", "low_relevance"):
             continue
-        for item in outcome.items:
-            if item.score < low:
-                continue
+        for pos, item in enumerate(i for i in outcome.items if i.score >= low):
             held = seen.get(item.key)
-            if held is None or item.score > held.score:
-                seen[item.key] = item
-    return sorted(seen.values(), key=lambda f: f.score, reverse=True)[:MAX_EVIDENCE]
+            if held is None or item.score > held[1].score:
+                seen[item.key] = (pos, item)
+    ordered = sorted(seen.values(), key=lambda p: (p[0], -p[1].score))
+    return [f for _, f in ordered][:MAX_EVIDENCE]
 
 
 async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -488,8 +488,8 @@ class KnowledgeStore:
     async def _asearch_by_vector(
         self, query: str, vector: list[float], k: int, filters: SearchFilters | None
     ) -> list[Finding]:
-        """Hybrid candidates (nearest by meaning, and best by full-text match), then one calibrated
-        re-rank decides the order: the two lists meet before the score, not after it."""
+        """Hybrid candidates (nearest by meaning, and best by full-text match), then one re-rank
+        over both decides the order: the two lists meet before the score, not after it."""
         vs = await self._aensure_schema()
         fetch_k = max(k * 4, FETCH_K_MIN)
         hits = await vs.asimilarity_search_with_score_by_vector(
@@ -508,11 +508,8 @@ class KnowledgeStore:
         rows = list(candidates.values())
         passages = [passage_text(m.get("title"), m.get("section"), c) for m, c, _ in rows]
         cosines = [cos for _, _, cos in rows]
-        scores = self.relevance.score_with(weights, passages, cosines)
-        ranked = sorted(
-            zip(rows, scores, strict=True), key=lambda h: (h[1], h[0][2]), reverse=True
-        )
-        return [_finding(meta, content, sc, cos) for (meta, content, cos), sc in ranked[:k]]
+        ranked = self.relevance.rank(weights, passages, cosines)
+        return [_finding(rows[i][0], rows[i][1], sc, rows[i][2]) for i, sc in ranked[:k]]
 
     async def _afulltext(
         self, query: str, vector: list[float], limit: int, filters: SearchFilters | None

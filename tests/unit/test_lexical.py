@@ -1,0 +1,90 @@
+"""The one lexical layer and the answer-type checks: what carries over between knowledge bases."""
+
+from __future__ import annotations
+
+import pytest
+
+from grounded_agent.answer_types import asked_type, holds_type
+from grounded_agent.text import (
+    key_terms,
+    match_credit,
+    missing_names,
+    numbers_in,
+    stem,
+    support,
+    term_weights,
+    terms,
+    tokens,
+    weighted_coverage,
+)
+
+
+def test_everyday_words_meet_the_documents_words() -> None:
+    assert stem("monthly") == stem("month")
+    assert stem("prices") == stem("price")
+    assert stem("policies") == stem("policy")
+    assert stem("renewed") == stem("renew")
+    # respond / response differ by Snowball; a long shared prefix gives partial credit
+    assert stem("respond") != stem("response")
+    assert match_credit(stem("respond"), {stem("response")}) == pytest.approx(0.5)
+    assert match_credit(stem("water"), {stem("waiver")}) == 0.0
+
+
+def test_tokens_keep_numbers_and_split_hyphenated_names() -> None:
+    assert tokens("HPL-Guest costs EUR 12.40, or 61,200 in all") == [
+        "hpl", "guest", "costs", "eur", "12.40", "or", "61,200", "in", "all"
+    ]
+    assert numbers_in("61,200 euros and 12.40") == {"61200", "12.40"}
+
+
+def test_one_domain_words_do_not_drown_the_question() -> None:
+    # a utility's KB: "water" and "charge" are everywhere, "base" is rare
+    n, dfs = 22, {"water": 15, "charg": 9, "base": 1, "month": 3}
+    w = term_weights("What is the monthly base charge for water?", n, dfs)
+    assert w["base"] > w["charg"] > w["water"] > 0.0
+    passage = "Base charge: every residential connection pays EUR 12.40 per month."
+    assert weighted_coverage(w, passage) > 0.75
+
+
+def test_coverage_and_support_use_the_same_stems() -> None:
+    weights = key_terms("How long is the loan period for DVDs?")
+    assert weighted_coverage(weights, "DVD loans last 7 days.") > 0.5
+    assert support("DVD loans last 7 days.", "DVDs: the loan lasts 7 days.") == 1.0
+    assert support("DVD loans last 14 days.", "DVDs: the loan lasts 7 days.") == 0.0
+
+
+def test_names_missing_from_the_passage() -> None:
+    assert missing_names("What does Contoso pay?", "Northwind pays 61,200 euros.") == ["Contoso"]
+    assert missing_names("What does Northwind pay?", "Northwind pays 61,200 euros.") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How much do I pay each month for water?", "amount"),
+        ("How long can I keep a DVD?", "duration"),
+        ("When does the Harbor branch open on Saturdays?", "date"),
+        ("Which number do I call when a pipe bursts?", "phone"),
+        ("How many books can I borrow at once?", "number"),
+        ("Who wrote the contract?", "person"),
+        ("Where is the nearest branch?", "place"),
+        ("Can I bring my dog into the library?", None),
+    ],
+)
+def test_asked_type(question: str, kind: str | None) -> None:
+    assert asked_type(question) == kind
+
+
+def test_holds_type() -> None:
+    assert holds_type("duration", "DVDs can be borrowed for 7 days.")
+    assert not holds_type("duration", "DVDs can be borrowed at every branch.")
+    assert holds_type("amount", "The base charge is EUR 12.40.")
+    assert holds_type("amount", "Printing in black and white is free of charge.")
+    assert not holds_type("amount", "Printing is available at all branches.")
+    assert holds_type("phone", "Call 0800 123 456 day and night.")
+    assert not holds_type("phone", "Call the hotline day and night.")
+    assert holds_type(None, "anything")
+
+
+def test_terms_are_what_relevance_counts() -> None:
+    assert terms("The guest Wi-Fi network") == ["guest", "wi", "fi", "network"]
