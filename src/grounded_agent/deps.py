@@ -54,6 +54,7 @@ def default_chat_model(ctx: Context) -> BaseChatModel | None:
         temperature=0,
         timeout=min(ctx.time_budget_s, 30.0),
         max_retries=1,
+        stream_usage=True,  # token counts (and the token budget) also when streaming
     )
 
 

@@ -8,16 +8,17 @@ from grounded_agent.answer_types import asked_type, holds_type
 from grounded_agent.citations import attach_markers
 from grounded_agent.schemas import Finding
 from grounded_agent.text import (
+    answer_units,
     coverage,
     idf_from,
     key_terms,
     looks_like_instruction,
-    split_sentences,
 )
 
 TYPE_BONUS = 0.3
 """Added to a sentence's coverage when it holds the kind of thing the question asks for."""
-
+RANK_BONUS = 0.6
+"""Added per place a passage stands higher in the sources' own order (which answers best)."""
 
 def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: int = 2) -> str:
     """Offline answer: the sentences that best cover the question, each with its marker.
@@ -26,7 +27,8 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
     plus that sentence's coverage), not merely the best passage overall. Key terms weigh by their
     rarity among the passages found, since a term every passage shares does not tell sentences
     apart; a sentence holding what the question asks for (an amount, a duration, a date, a phone
-    number, a name) is preferred over one that only shares its words.
+    number, a name) is preferred over one that only shares its words. Tables are read row by
+    row with their header, so a row can be quoted.
     """
     if not sources:
         return ""
@@ -40,12 +42,14 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
 
     candidates = []
     for n, passage in enumerate(top):
-        sentences = [s for s in split_sentences(passage.text) if not looks_like_instruction(s)]
+        sentences = [s for s in answer_units(passage.text) if not looks_like_instruction(s)]
         if sentences:
             candidates.append((n, sentences, [rank(x) for x in sentences]))
     if not candidates:
         return ""
-    best_n, sentences, scores = max(candidates, key=lambda c: top[c[0]].score + max(c[2]))
+    best_n, sentences, scores = max(
+        candidates, key=lambda c: top[c[0]].score + max(c[2]) + RANK_BONUS * (len(top) - c[0])
+    )
     ranked = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
     chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0) or ranked[:1]
     return " ".join(attach_markers(sentences[i], f"[{best_n + 1}]") for i in chosen)

@@ -30,9 +30,9 @@ NOT_RELEVANT_COVERAGE = 0.2
 # p >= 0.80, which leaves 95% of out-of-KB questions unanswered). Lexical signals barely
 # separate SQuAD 2.0's adversarial unanswerable questions (ROC AUC 0.71 against answerable ones,
 # with cosine, coverage, sentence coverage and missing names together): those need the model.
-COEF_SCORE = 3.664
-COEF_COVERAGE = 2.306
-INTERCEPT = -2.531
+DECISION_FEATURES = ("best_score", "top_coverage", "coverage", "type_found", "names_missing")
+DECISION_COEFFICIENTS = (3.664, 2.306, 0.0, 0.0, 0.0, -2.531)
+"""One weight per decision feature, then the intercept (benchmarks/calibrate_confidence.py)."""
 ANSWER_P = 0.88
 HIGH_P = 0.95
 
@@ -56,8 +56,16 @@ class Signals:
 
     @property
     def answer_probability(self) -> float:
-        z = COEF_SCORE * self.best_score + COEF_COVERAGE * self.top_coverage + INTERCEPT
+        feats = decision_features(self)
+        z = DECISION_COEFFICIENTS[-1] + sum(
+            c * f for c, f in zip(DECISION_COEFFICIENTS[:-1], feats, strict=True)
+        )
         return 1.0 / (1.0 + math.exp(-z))
+
+
+def decision_features(s: Signals) -> list[float]:
+    """The signals the offline answer decision weighs, in DECISION_FEATURES order."""
+    return [s.best_score, s.top_coverage, s.coverage, float(s.type_found), float(bool(s.missing))]
 
 
 def _passage(f: Finding) -> str:
@@ -97,11 +105,6 @@ def local_confidence(
     s = signals(question, evidence)
     if not evidence or s.best_score < low_threshold:
         return Confidence(level="NOT_RELEVANT", reason="no passage reached the relevance threshold")
-    if not s.type_found:
-        return Confidence(
-            level="LOW",
-            reason=f"the passages found share the question's words but state no {s.asked}",
-        )
     p = s.answer_probability
     why = f"relevance {s.best_score:.2f}, {s.top_coverage:.0%} of the key terms in the best passage"
     if p >= ANSWER_P:
@@ -116,6 +119,11 @@ def local_confidence(
         return Confidence(
             level="NOT_RELEVANT",
             reason=f"only {s.coverage:.0%} of the question's key terms appear in the evidence",
+        )
+    if not s.type_found:
+        return Confidence(
+            level="LOW",
+            reason=f"the passages found share the question's words but state no {s.asked}",
         )
     return Confidence(level="LOW", reason=f"{why}: too little to answer from (answer model {p:.2f})")
 

@@ -288,6 +288,43 @@ def _ends_with_abbreviation(sentence: str) -> bool:
     return last.lower() in _ABBREVIATIONS or (len(last) == 1 and last.isupper())
 
 
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_TABLE_ROW = re.compile(r"^\s*\|(.+)\|\s*$")
+_TABLE_RULE = re.compile(r"^[\s|:\-]+$")
+
+
+def answer_units(text: str) -> list[str]:
+    """The sentences of a passage, a table row read out with its header as one sentence
+    ("Priority: P1 Critical; First response: 15 minutes."), so that a row can be quoted."""
+    units: list[str] = []
+    header: list[str] | None = None
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            units.extend(split_sentences("\n".join(prose)))
+            prose.clear()
+
+    for line in text.splitlines():
+        row = _TABLE_ROW.match(line)
+        if row is None:
+            header = None
+            prose.append(line)
+            continue
+        flush()
+        if _TABLE_RULE.match(line):
+            continue
+        cells = [c.strip() for c in row.group(1).split("|")]
+        if header is None:
+            header = cells
+            continue
+        pairs = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False) if c]
+        if pairs:
+            units.append("; ".join(pairs) + ".")
+    flush()
+    return [_BULLET.sub("", u) for u in units]
+
+
 def numbers_in(text: str) -> set[str]:
     """The numbers a text states, as written without thousands separators ("61,200" -> "61200")."""
     out = set()

@@ -38,6 +38,7 @@ _PASSAGE = re.compile(
 )
 _TRIED = re.compile(r"<tried_queries>\s*(.*?)\s*</tried_queries>", re.DOTALL)
 _SOURCE = re.compile(r'<source n="(\d+)" title="([^"]*)"[^>]*>\n(.*?)\n</source>', re.DOTALL)
+"""The escaped block prompts.sources renders: no `"` in attributes, no `</source>` in text."""
 
 
 def _head(prompt: str) -> str:
@@ -93,7 +94,7 @@ class DecisionFollowingModel(BaseChatModel):
             evidence = [
                 Finding(source=src if src in ("wikipedia", "web") else "knowledge_base",
                         source_id=html.unescape(doc), title=html.unescape(title),
-                        text=body, score=min(1.0, float(rel)))
+                        text=html.unescape(body), score=min(1.0, float(rel)))
                 for src, doc, title, rel, body in _PASSAGE.findall(text)
             ]
             conf = local_confidence(question, evidence, 0.75, 0.55)
@@ -107,7 +108,8 @@ class DecisionFollowingModel(BaseChatModel):
             return AIMessage(content=local_rewrite(question, tried), usage_metadata=usage)
         if step == "answer":
             sources = [
-                Finding(source="knowledge_base", source_id=f"s{n}", title=title, text=body, score=1.0)
+                Finding(source="knowledge_base", source_id=f"s{n}", title=html.unescape(title),
+                        text=html.unescape(body), score=1.0)
                 for n, title, body in _SOURCE.findall(text)
             ]
             return AIMessage(content=extractive_draft(question, sources), usage_metadata=usage)

@@ -11,7 +11,6 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.citations import MARKER, check_answer
-from grounded_agent.extractive import extractive_draft
 from grounded_agent.context import Context
 from grounded_agent.deps import (
     FAILED_CALL,
@@ -23,6 +22,7 @@ from grounded_agent.deps import (
     model_unavailable,
     usage_of,
 )
+from grounded_agent.extractive import extractive_draft
 from grounded_agent.nodes._common import ctx_of, final_outcomes, outcomes_of, step
 from grounded_agent.prompts.answer import (
     ANSWER_USER,
@@ -32,6 +32,7 @@ from grounded_agent.prompts.answer import (
     STALE_TEXT,
     UNAVAILABLE_TEXT,
 )
+from grounded_agent.prompts.sources import render_sources
 from grounded_agent.schemas import Confidence, Finding, SourceReport, ToolOutcome
 from grounded_agent.state import AgentState
 from grounded_agent.text import content_stems
@@ -78,13 +79,8 @@ def source_reports(requested: list[str], outcomes: dict[str, ToolOutcome]) -> li
 
 
 def format_sources(evidence: list[Finding]) -> str:
-    return "\n".join(
-        f'<source n="{n}" title="{f.title}"'
-        + (f' section="{f.section}"' if f.section else "")
-        + (f' date="{f.document_date}"' if f.document_date else "")
-        + f">\n{f.text}\n</source>"
-        for n, f in enumerate(evidence, 1)
-    )
+    """The escaped sources block (one builder for every prompt: prompts.sources)."""
+    return render_sources(evidence)
 
 
 async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:

@@ -55,6 +55,12 @@ def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
     return [s for s in requested if s not in failed]
 
 
+def search_reserve(state: AgentState, ctx: Context) -> float:
+    """Seconds kept for the sources after the tool-choosing call: one tool timeout, at most half
+    of what is left."""
+    return min(ctx.tool_timeout_s, remaining_time(state) / 2)
+
+
 async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     """Only allow-listed tools with schema-valid arguments run; everything else is recorded."""
     ctx = ctx_of(runtime)
@@ -99,7 +105,8 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
                         ),
                     ]
                 ),
-                timeout=max(1.0, remaining_time(state)),
+                # the search itself keeps its time: a slow model must not make a source look down
+                timeout=max(1.0, remaining_time(state) - search_reserve(state, ctx)),
             )
             assert isinstance(ai_message, AIMessage)
             usage = usage_of(ai_message)

@@ -9,19 +9,13 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.deps import (
-    BudgetExhausted,
-    Deps,
-    call_model,
-    check_budget,
-    model_unavailable,
-    usage_of,
-)
+from grounded_agent.deps import Deps, model_unavailable
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
 from grounded_agent.scoring import decisive, local_confidence
 from grounded_agent.state import AgentState
+from grounded_agent.structured import structured_call
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +38,6 @@ async def score_confidence(
         conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
         return _done(state, conf, conf.reason, "local_scorer")
 
-    structured = model.with_structured_output(
-        ConfidenceJudgement, method="function_calling", include_raw=True
-    )
     usage: dict[str, int] = {}
     # the tool dialog itself carries the evidence and each source's status, errors included
     messages = [
@@ -55,50 +46,49 @@ async def score_confidence(
         *(state.get("messages") or []),
         HumanMessage(SCORE_CONFIDENCE_USER.format(question=question, usable=len(evidence))),
     ]
-    for attempt in range(PARSE_TRIES):
-        try:
-            check_budget(state, ctx, usage)
-        except BudgetExhausted as exc:
-            conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
-            return _done(
-                state, conf, f"model budget spent ({exc}); local scorer used", "local_scorer", usage
-            )
-        try:
-            result = await call_model(structured, messages, state)
-        except Exception:
-            # a broken service is not asked again, and its failure is no judgement on the evidence
-            log.warning("confidence call failed; local scorer used", exc_info=True)
-            usage["llm_calls"] = usage.get("llm_calls", 0) + 1
-            conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
-            update = _done(
-                state,
-                conf,
-                f"model unreachable; local scorer: {conf.reason}",
-                "local_scorer",
-                usage,
-            )
-            update["warnings"] = [
-                model_unavailable("the confidence check", "the local scorer judged the evidence")
-            ]
-            return update
-        raw = result.get("raw") if isinstance(result, dict) else None
-        if raw is not None:
-            for k, v in usage_of(raw).items():
-                usage[k] = usage.get(k, 0) + v
-        parsed = result.get("parsed") if isinstance(result, dict) else None
-        if isinstance(parsed, ConfidenceJudgement):
-            conf = Confidence(
-                level=parsed.level,
-                reason=parsed.reason,
-                can_answer=parsed.can_answer and parsed.level in ("HIGH", "MEDIUM"),
-            )
-            return _done(state, conf, parsed.reason, "model", usage)
-        log.warning(
-            "confidence output could not be parsed (try %d of %d): %s",
-            attempt + 1,
-            PARSE_TRIES,
-            result.get("parsing_error") if isinstance(result, dict) else "",
+    # function calling, json_schema or JSON text, whichever this server takes (structured.py)
+    outcome = await structured_call(
+        model,
+        ConfidenceJudgement,
+        messages,
+        state=state,
+        ctx=ctx,
+        usage=usage,
+        parse_tries=PARSE_TRIES,
+    )
+    if outcome.exhausted is not None:
+        conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+        return _done(
+            state,
+            conf,
+            f"model budget spent ({outcome.exhausted}); local scorer used",
+            "local_scorer",
+            usage,
         )
+    if outcome.failure is not None:
+        # a broken service is not asked again, and its failure is no judgement on the evidence
+        log.warning("confidence call failed; local scorer used", exc_info=outcome.failure)
+        conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+        update = _done(
+            state,
+            conf,
+            f"model unreachable; local scorer: {conf.reason}",
+            "local_scorer",
+            usage,
+        )
+        update["warnings"] = [
+            model_unavailable("the confidence check", "the local scorer judged the evidence")
+        ]
+        return update
+    parsed = outcome.parsed
+    if parsed is not None:
+        conf = Confidence(
+            level=parsed.level,
+            reason=parsed.reason,
+            can_answer=parsed.can_answer and parsed.level in ("HIGH", "MEDIUM"),
+        )
+        return _done(state, conf, parsed.reason, "model", usage)
+    log.warning("confidence output could not be read (%s)", ", ".join(outcome.tried))
     conf = Confidence(
         level="LOW",
         can_answer=False,

@@ -1,0 +1,723 @@
+"""LLM mode over real HTTP, as a user with a local model server runs it: the model double
+(tests/support/openai_double.py) on a loopback port, OPENAI_BASE_URL pointing at it, and the
+sample knowledge base ingested by the real CLI. The entry points are the CLI, the Python API, the
+LangServe endpoint and `langgraph dev`.
+
+What is asserted: statuses and citations for a cooperative model; that each citation style of
+the answer reaches the user with every marker on the sentence it closed; that the confidence step
+works whatever structured output the server supports; and that 429, 5xx, malformed bodies,
+invalid tool arguments and latency lead to what the code documents: the step falls back (fixed
+routing, the local scorer, an extractive answer) with a `model_unavailable` warning, the failed
+call counts against the cap, and the outcome is the offline one, never an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from grounded_agent import aask, build_graph
+from grounded_agent.cli import parse_demo_questions
+from grounded_agent.context import Context
+from grounded_agent.deps import MAX_MODEL_CALLS
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, ANSWER_USER
+from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
+from grounded_agent.schemas import AgentResult
+from grounded_agent.store import KnowledgeStore, StoreSettings, open_store
+from grounded_agent.structured import forget_methods
+from grounded_agent.tools.base import SourceTool
+from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
+from tests.conftest import squad_path
+from tests.e2e.conftest import ROOT, child_env, free_port
+from tests.support.openai_double import STYLES, Behaviour, Fault, ModelDouble, Oracle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+QUESTION = "How much does the Pro plan cost per user per month?"
+JUDGE_CANDIDATES = (
+    "How long is the initial term of the Bluefin Health agreement?",
+    "Which payment methods does Lumenary accept?",
+    "When does the Southwind Logistics agreement end?",
+    "What is the annual fee in the Contoso Retail contract?",
+    "What is included in Enterprise support?",
+    "Does Lumenary offer a free trial of the Pro plan?",
+)
+"""Questions whose evidence the local signals may leave undecided, so score_confidence asks the
+model; which ones do depends on the scoring of the day, so the `judged` fixture picks one."""
+DEMO_QUESTIONS = [
+    q for _, q, sources in parse_demo_questions((ROOT / "data" / "sample_questions.txt").read_text())
+    if not sources
+]
+ANSWERED = ("answered", "answered_with_caveat")
+CITATION_STYLES_PENDING = pytest.mark.xfail(
+    reason="citation styles: issue 14 item 1", strict=False
+)
+PENDING_STYLES = {
+    # (style, second sentence): what the citation reader of HEAD loses or misattributes
+    ("after_stop", False), ("after_stop", True),  # the sentence is cut before its marker
+    ("no_space", True),  # "X.[1] Y.[2]" merges the sentences and moves both markers to Y
+    ("comma", False), ("comma", True),  # "[1, 2]" is no marker: the sentence is removed
+    ("range", False), ("range", True),  # "[1-2]" likewise
+    ("sources_list", False), ("sources_list", True),  # "Sources: [1] Title" is kept as a claim
+}
+LANGGRAPH = Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv") / "bin" / "langgraph"
+GROUNDED_AGENT = Path(sys.executable).parent / "grounded-agent"
+
+
+# --- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[ModelDouble, str]]:
+    """The double on a free loopback port for the whole module; each test sets its behaviour."""
+    double = ModelDouble()
+    with double.serve() as base_url:
+        yield double, base_url
+
+
+@pytest.fixture
+def double(served: tuple[ModelDouble, str]) -> Iterator[ModelDouble]:
+    served[0].configure()  # defaults, empty log
+    forget_methods()  # the structured-output method learnt for this URL by an earlier test
+    yield served[0]
+    forget_methods()
+
+
+@pytest.fixture
+def base_url(served: tuple[ModelDouble, str]) -> str:
+    return served[1]
+
+
+@pytest.fixture
+def llm_env(base_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LLM mode in this process, as a user's shell would set it."""
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+
+
+@pytest.fixture(scope="module")
+async def store(ingested_home: Path) -> AsyncIterator[KnowledgeStore]:
+    settings = StoreSettings(
+        home=ingested_home, database_url=None, embeddings="local", table_name=None
+    )
+    kb = open_store(settings)
+    await kb.asearch("warm up", k=1)
+    yield kb
+    await kb.aclose()
+
+
+@pytest.fixture(scope="module")
+def graph(store: KnowledgeStore) -> Any:
+    """The graph as `grounded_agent.agent` builds it: ChatOpenAI from the environment per run."""
+    return build_graph(store=store)
+
+
+@pytest.fixture(scope="module")
+def offline_graph(store: KnowledgeStore) -> Any:
+    return build_graph(chat_model=None, store=store)
+
+
+@pytest.fixture(scope="module")
+async def judged(graph: Any, served: tuple[ModelDouble, str]) -> str:
+    """A sample question on which the agent asks the model for its confidence judgement."""
+    double, base_url = served
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_BASE_URL", base_url)
+        mp.setenv("OPENAI_API_KEY", "test")
+        for question in JUDGE_CANDIDATES:
+            double.configure()
+            await ask(graph, question)
+            if "score_confidence" in double.steps():
+                return question
+    pytest.skip("no sample question reaches the model's confidence step with today's scoring")
+
+
+def llm_child_env(home: Path, base_url: str) -> dict[str, str]:
+    return {**child_env(home), "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "test"}
+
+
+async def ask(graph: Any, question: str = QUESTION, **context: Any) -> AgentResult:
+    return await aask(question, graph=graph, context=Context(sources=["knowledge_base"], **context))
+
+
+def warnings_of(result: AgentResult | dict[str, Any], kind: str) -> list[str]:
+    items = result.warnings if isinstance(result, AgentResult) else result["warnings"]
+    return [
+        (w.detail if not isinstance(w, dict) else w["detail"])
+        for w in items
+        if (w.kind if not isinstance(w, dict) else w["kind"]) == kind
+    ]
+
+
+_GROUP = re.compile(r"\s*[.!?]?\s*((?:\[\d{1,3}(?:\s*[,\-–]\s*\d{1,3})*\]\s*)+)")
+
+
+def attached_markers(answer: str, sentence: str) -> list[int] | None:
+    """The marker numbers that close `sentence` in the final answer (None: the sentence is gone).
+
+    The sentence is found by its words without its final punctuation; the markers are the groups
+    right after it, before or after a full stop."""
+    core = re.sub(r"[.!?][\"')\]]*$", "", sentence.strip())
+    flat = " ".join(answer.split())
+    at = flat.find(core)
+    if at < 0:
+        return None
+    m = _GROUP.match(flat, at + len(core))
+    if m is None:
+        return []
+    numbers: list[int] = []
+    for group in re.findall(r"\[([^\]]*)\]", m.group(1)):
+        for part in re.split(r"\s*,\s*", group):
+            lo, _, hi = part.partition("-")
+            numbers.extend(range(int(lo), int(hi or lo) + 1))
+    return numbers
+
+
+def assert_each_marker_on_its_sentence(result: AgentResult, draft: dict[str, Any]) -> None:
+    """Every sentence of the model's draft reached the user, closed by markers that name exactly
+    the sources the model cited for it (compared by title and section: the numbers change)."""
+    sources = {s["n"]: (s["title"], s["section"] or None) for s in draft["sources"]}
+    cited = {c.n: (c.title, c.section) for c in result.citations}
+    for item in draft["items"]:
+        got = attached_markers(result.answer, item["sentence"])
+        assert got is not None, f"sentence lost: {item['sentence']!r} in {result.answer!r}"
+        expected = {sources[n] for n in item["markers"]}
+        assert {cited[n] for n in got} == expected, (item, result.answer)
+
+
+# --- the Python API -----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_cooperative_model_answers_with_its_citation(
+    graph: Any, double: ModelDouble
+) -> None:
+    result = await ask(graph)
+    assert result.status == "answered"
+    assert result.citations[0].source_id == "lumenary-pricing"
+    assert "29 euros" in result.answer
+    assert result.warnings == []
+    # the model chose the search (with the question), the local signals decided, the model wrote
+    assert double.steps() == ["call_tools", "answer"]
+    assert [r["question"] for r in double.requests] == [QUESTION, QUESTION]
+    assert double.requests[0]["tools"] == ["knowledge_base"]
+    assert result.usage.llm_calls == 2 and result.usage.input_tokens > 0
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_the_model_judges_confidence_over_the_wire(
+    graph: Any, double: ModelDouble, judged: str
+) -> None:
+    result = await ask(graph, judged)
+    assert "score_confidence" in double.steps()
+    assert any(t.node == "score_confidence" and t.decision == "HIGH (model)" for t in result.trail)
+    assert result.status in ANSWERED and result.citations
+    assert result.usage.llm_calls == len(double.requests) <= MAX_MODEL_CALLS
+
+
+@pytest.mark.parametrize("second_sentence", [False, True], ids=["one_sentence", "two_sentences"])
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.usefixtures("llm_env")
+async def test_each_citation_style_reaches_the_user(
+    graph: Any, double: ModelDouble, style: str, second_sentence: bool,
+    request: pytest.FixtureRequest,
+) -> None:
+    if (style, second_sentence) in PENDING_STYLES:
+        request.applymarker(CITATION_STYLES_PENDING)
+    double.configure(style=style, extra_sentence=second_sentence)
+    result = await ask(graph)
+    (draft,) = double.answers
+    assert result.status == "answered", (draft["draft"], result.answer, result.warnings)
+    assert_each_marker_on_its_sentence(result, draft)
+    assert "Sources:" not in result.answer
+    if style != "bullets":  # its introduction line is no claim, and may be reported as removed
+        assert warnings_of(result, "unsupported_sentence") == [], draft["draft"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected_tried"),
+    [
+        ({"supports": ("json_schema",)}, ["tools", "json_schema"]),
+        ({"supports": ()}, ["tools", "json_schema", "text"]),
+        ({"supports": (), "refuse_unsupported": False, "structured": "fenced"}, ["tools"]),
+        ({"supports": (), "refuse_unsupported": False}, ["tools", "text"]),
+    ],
+    ids=["json_schema_only", "text_only_refusing", "text_only_fenced", "text_only_ignoring"],
+)
+@pytest.mark.usefixtures("llm_env")
+async def test_the_confidence_step_works_on_every_kind_of_server(
+    graph: Any, double: ModelDouble, judged: str, settings: dict[str, Any],
+    expected_tried: list[str],
+) -> None:
+    double.configure(**settings)
+    result = await ask(graph, judged)
+    judged = [r["kind"] for r in double.requests if r["step"] == "score_confidence"]
+    assert judged == expected_tried
+    assert result.confidence.level == "HIGH"
+    assert result.status in ANSWERED
+    assert result.usage.llm_calls == len(double.requests) <= MAX_MODEL_CALLS
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_unreadable_judgements_stay_within_the_call_cap(
+    graph: Any, double: ModelDouble, judged: str
+) -> None:
+    double.configure(structured="prose")
+    result = await ask(graph, judged)
+    assert result.usage.llm_calls == len(double.requests) <= MAX_MODEL_CALLS
+    assert double.steps().count("score_confidence") >= 2
+    assert result.status != "unavailable"
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_invalid_tool_arguments_are_rejected_and_the_source_still_searched(
+    graph: Any, double: ModelDouble
+) -> None:
+    double.configure(invalid_tool_args=("call_tools",))
+    result = await ask(graph)
+    assert any("invalid arguments for knowledge_base" in w for w in warnings_of(result, "rejected_tool_call"))
+    assert result.status == "answered" and result.citations[0].source_id == "lumenary-pricing"
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_tool_arguments_that_are_not_json_fall_back_to_fixed_routing(
+    graph: Any, double: ModelDouble
+) -> None:
+    double.configure(broken_tool_json=("call_tools",))
+    result = await ask(graph)
+    assert result.sources[0].status == "found"
+    assert result.status == "answered" and result.citations[0].source_id == "lumenary-pricing"
+
+
+FAULTS = {
+    "500": Fault(status=500),
+    "503": Fault(status=503),
+    "429": Fault(status=429, retry_after=0.2),
+    "malformed_json": Fault(status=200, body='{"id": "chatcmpl-1", "choices": [{"mess'),
+    "html_502": Fault(status=502, body="<html><body>Bad gateway</body></html>",
+                      content_type="text/html"),
+    "no_choices": Fault(status=200, body='{"id": "x", "object": "chat.completion", "choices": []}'),
+    "text_plain_200": Fault(status=200, body="model loading", content_type="text/plain"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS.values()), ids=list(FAULTS))
+@pytest.mark.usefixtures("llm_env")
+async def test_a_failing_model_gives_the_offline_answer_with_warnings(
+    graph: Any, offline_graph: Any, double: ModelDouble, fault: Fault
+) -> None:
+    double.configure(faults=[fault])
+    result = await ask(graph)
+    offline = await ask(offline_graph)
+    assert result.status == offline.status == "answered"
+    assert [c.source_id for c in result.citations] == [c.source_id for c in offline.citations]
+    assert len(warnings_of(result, "model_unavailable")) == 2  # the search step, the answer step
+    # each failed call counts against the cap; the OpenAI client retries 429/5xx once itself
+    assert result.usage.llm_calls == 2
+    assert 2 <= len(double.requests) <= 2 * result.usage.llm_calls
+
+
+@pytest.mark.parametrize("question", DEMO_QUESTIONS)
+@pytest.mark.usefixtures("llm_env")
+async def test_a_failed_model_never_turns_an_offline_answer_into_not_found(
+    graph: Any, offline_graph: Any, double: ModelDouble, question: str
+) -> None:
+    """With every call failing, each step takes its offline path: the status is exactly the
+    offline one (whatever that is), flagged by model_unavailable, never worse."""
+    double.configure(faults=[Fault(status=500)])
+    result = await ask(graph, question)
+    offline = await ask(offline_graph, question)
+    assert result.status == offline.status
+    assert warnings_of(result, "model_unavailable")
+    assert result.usage.llm_calls <= MAX_MODEL_CALLS
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_429_with_retry_after_is_retried_by_the_client(
+    graph: Any, double: ModelDouble
+) -> None:
+    double.configure(faults=[Fault(status=429, retry_after=1, times=1)])
+    started = time.monotonic()
+    result = await ask(graph)
+    assert time.monotonic() - started >= 1.0  # Retry-After was honoured
+    assert result.status == "answered" and result.warnings == []
+    assert [r["status"] for r in double.requests] == [429, 200, 200]
+    assert result.usage.llm_calls == 2  # one call in the budget, two requests on the wire
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_latency_is_waited_for(graph: Any, double: ModelDouble) -> None:
+    double.configure(latency_s=0.5)
+    started = time.monotonic()
+    result = await ask(graph)
+    assert time.monotonic() - started >= 1.0
+    assert result.status == "answered" and result.warnings == []
+
+
+def knowledge_base_needing(store: KnowledgeStore, seconds: float) -> SourceTool:
+    """The real knowledge_base tool on `store`, taking `seconds` more per search (a remote
+    database, a loaded machine): what a cold process or a busy server sees."""
+    real = make_knowledge_base_tool(store)
+
+    async def run(args: Any) -> Any:
+        await asyncio.sleep(seconds)
+        return await real.run(args)
+
+    return SourceTool(name="knowledge_base", description=real.description,
+                      args_schema=real.args_schema, func=run, timeout_s=real.timeout_s)
+
+
+SLOW_MODEL_BUG = pytest.mark.xfail(
+    reason="bug: a slow tool-choosing call (latency, or a long Retry-After the OpenAI client "
+    "honours) may use the whole time budget, since call_tools waits max(1 s, what is left) for "
+    "it; the knowledge base then gets 0.1 s, times out, and the answer is 'unavailable', "
+    "blaming the knowledge base",
+    strict=False,
+)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        pytest.param({}, id="fast_model"),
+        pytest.param({"latency_s": 10, "latency_steps": ("call_tools",)}, id="slow_model",
+                     marks=SLOW_MODEL_BUG),
+        pytest.param({"faults": [Fault(status=429, retry_after=30, step="call_tools")]},
+                     id="long_retry_after", marks=SLOW_MODEL_BUG),
+    ],
+)
+@pytest.mark.usefixtures("llm_env")
+async def test_a_slow_model_does_not_cost_the_knowledge_base_its_search(
+    store: KnowledgeStore, double: ModelDouble, settings: dict[str, Any]
+) -> None:
+    double.configure(**settings)
+    graph = build_graph(store=store, tools={"knowledge_base": knowledge_base_needing(store, 0.5)})
+    result = await ask(graph, time_budget_s=8)
+    assert result.sources[0].status == "found", result.sources
+    assert result.status in ANSWERED
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_streamed_model_calls_cross_the_wire_as_sse(graph: Any, double: ModelDouble) -> None:
+    """What LangGraph Studio does: stream_mode "messages" makes every model call stream."""
+    final: dict[str, Any] = {}
+    tokens = 0
+    async for mode, chunk in graph.astream(
+        {"question": QUESTION, "sources": None, "language": None},
+        context=Context(sources=["knowledge_base"]),
+        stream_mode=["messages", "values"],
+    ):
+        if mode == "values":
+            final = chunk
+        else:
+            tokens += 1
+    assert tokens > 0
+    assert all(r["stream"] for r in double.requests)
+    assert final["status"] == "answered" and final["citations"]
+
+
+# --- the oracle of the LLM-mode evaluation (benchmarks/bench_llm_oracle.py) ----------------------
+
+
+@pytest.fixture(scope="module")
+def oracle_served() -> Iterator[tuple[ModelDouble, str]]:
+    oracle = Oracle(squad_path("questions.jsonl"), squad_path("kb_corpus.jsonl"))
+    double = ModelDouble(Behaviour(mode="oracle"), oracle)
+    with double.serve() as base_url:
+        yield double, base_url
+
+
+def _squad_case() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The first answerable question and the knowledge base by doc_id."""
+    questions = [json.loads(x) for x in squad_path("questions.jsonl").read_text().splitlines() if x]
+    kb = {d["doc_id"]: d for d in map(json.loads, squad_path("kb_corpus.jsonl").read_text().splitlines()) if d}
+    q = next(x for x in questions if x["kind"] == "answerable")
+    return q, kb
+
+
+def _chat(base_url: str, system: str, user: str, tool_text: str | None = None) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                      {"role": "user", "content": user}]
+    if tool_text is not None:
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+             "function": {"name": "knowledge_base", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": tool_text},
+        ]
+    r = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "messages": messages},
+                   timeout=30)
+    assert r.status_code == 200, r.text
+    message: dict[str, Any] = r.json()["choices"][0]["message"]
+    return message
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_the_oracle_quotes_the_gold_sentence_with_the_gold_marker(
+    oracle_served: tuple[ModelDouble, str], style: str
+) -> None:
+    double, base_url = oracle_served
+    double.configure(mode="oracle", style=style)
+    q, kb = _squad_case()
+    gold = kb[q["gold_doc_id"]]
+    other = next(d for d in kb.values() if d["title"] != gold["title"])
+    block = "\n".join(
+        f'<source n="{n}" title="{d["title"]}">\n{d["text"]}\n</source>'
+        for n, d in ((1, other), (2, gold))
+    )
+    draft = _chat(base_url, ANSWER_SYSTEM, ANSWER_USER.format(question=q["question"], sources=block))
+    record = double.oracle.drafts[q["id"]]  # type: ignore[union-attr]
+    assert record["correct"] and record["gold_n"] == 2
+    quoted = record["items"][0]["sentence"]
+    assert any(a.lower() in quoted.lower() for a in q["answers"])
+    assert quoted in gold["text"]
+    assert 2 in (attached_markers(draft["content"], quoted) or [])
+    assert draft["content"] == record["draft"]
+
+
+def test_the_oracle_rates_high_only_with_the_gold_passage(
+    oracle_served: tuple[ModelDouble, str]
+) -> None:
+    base_url = oracle_served[1]
+    q, kb = _squad_case()
+    gold = kb[q["gold_doc_id"]]
+    other = next(d for d in kb.values() if d["title"] != gold["title"])
+
+    def level(*docs: dict[str, Any]) -> str:
+        passages = "\n".join(
+            f'<passage source="knowledge_base" id="{d["doc_id"]}" title="{d["title"]}" '
+            f'relevance="0.80">\n{d["text"]}\n</passage>' for d in docs
+        )
+        message = _chat(base_url, SCORE_CONFIDENCE_SYSTEM,
+                        f"<question>\n{q['question']}\n</question>\nReply in JSON.",
+                        f"STATUS: found\n{passages}")
+        return str(json.loads(message["content"])["level"])
+
+    assert level(other, gold) == "HIGH"
+    assert level(other) == "LOW"
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+
+
+def run_cli(home: Path, base_url: str, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(GROUNDED_AGENT), "ask", *args, "--json"],
+        env=llm_child_env(home, base_url), cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_cli_answers_through_the_model_server(
+    ingested_home: Path, double: ModelDouble, base_url: str
+) -> None:
+    out = run_cli(ingested_home, base_url, QUESTION)
+    assert out["status"] == "answered"
+    assert out["citations"][0]["source_id"] == "lumenary-pricing"
+    assert "29 euros" in out["answer"]
+    assert double.steps() == ["call_tools", "answer"]
+    assert out["usage"]["llm_calls"] == 2
+
+
+@CITATION_STYLES_PENDING
+def test_cli_keeps_a_marker_after_the_full_stop(
+    ingested_home: Path, double: ModelDouble, base_url: str
+) -> None:
+    """The issue's first example: "X. [1]" must not become not_found with confidence HIGH."""
+    double.configure(style="after_stop")
+    out = run_cli(ingested_home, base_url, QUESTION)
+    assert out["status"] == "answered", (out["sources"], out["warnings"], double.answers)
+    assert out["citations"][0]["source_id"] == "lumenary-pricing"
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault(status=500), Fault(status=200, body="{not json")],
+    ids=["500", "malformed"],
+)
+def test_cli_with_a_broken_model_server_still_answers_from_the_knowledge_base(
+    ingested_home: Path, double: ModelDouble, base_url: str, fault: Fault
+) -> None:
+    double.configure(faults=[fault])
+    out = run_cli(ingested_home, base_url, QUESTION)
+    assert out["status"] == "answered", (out["sources"], out["trail"], double.requests)
+    assert out["citations"][0]["source_id"] == "lumenary-pricing"
+    assert len(warnings_of(out, "model_unavailable")) == 2
+
+
+def test_python_api_in_a_user_script(
+    ingested_home: Path, double: ModelDouble, base_url: str
+) -> None:
+    """`from grounded_agent import ask` in a fresh interpreter with the environment set."""
+    script = (
+        "import json; from grounded_agent import ask; "
+        f"r = ask({QUESTION!r}); print(json.dumps(r.model_dump(mode='json')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=llm_child_env(ingested_home, base_url), cwd=ROOT,
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == "answered" and out["citations"][0]["source_id"] == "lumenary-pricing"
+    assert double.steps() == ["call_tools", "answer"]
+
+
+# --- the LangServe endpoint and langgraph dev -----------------------------------------------------
+
+
+def start_server(cmd: list[str], env: dict[str, str], url: str, probe: str, log: Any) -> Any:
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(f"{url}{probe}", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_server(proc)
+            log.seek(0)
+            pytest.fail(f"{cmd[0]} did not come up:\n{log.read()[-3000:]}")
+        time.sleep(0.5)
+
+
+def stop_server(proc: Any) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def endpoint(
+    ingested_home: Path, served: tuple[ModelDouble, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """`grounded-agent serve` in its own process, its model the double."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (tmp_path_factory.mktemp("serve") / "server.log").open("w+") as log:
+        proc = start_server([str(GROUNDED_AGENT), "serve", "--port", str(port)],
+                            llm_child_env(ingested_home, served[1]), url, "/healthz", log)
+        try:
+            yield url
+        finally:
+            stop_server(proc)
+
+
+def test_endpoint_invoke_answers_through_the_model_server(
+    endpoint: str, double: ModelDouble
+) -> None:
+    r = httpx.post(f"{endpoint}/agent/invoke", json={"input": {"question": QUESTION}}, timeout=120)
+    assert r.status_code == 200, r.text
+    out = r.json()["output"]
+    assert out["status"] == "answered"
+    assert out["citations"][0]["source_id"] == "lumenary-pricing"
+    assert double.steps() == ["call_tools", "answer"]
+
+
+def test_endpoint_with_a_rate_limited_model_still_answers(
+    endpoint: str, double: ModelDouble
+) -> None:
+    double.configure(faults=[Fault(status=429, retry_after=0.2)])
+    r = httpx.post(f"{endpoint}/agent/invoke", json={"input": {"question": QUESTION}}, timeout=120)
+    assert r.status_code == 200, r.text
+    out = r.json()["output"]
+    assert out["status"] == "answered"
+    assert len(warnings_of(out, "model_unavailable")) == 2
+    assert out["usage"]["llm_calls"] == 2
+
+
+def test_endpoint_stream_ends_with_the_answer(endpoint: str, double: ModelDouble) -> None:
+    r = httpx.post(f"{endpoint}/agent/stream", json={"input": {"question": QUESTION}}, timeout=120)
+    assert r.status_code == 200
+    data = [
+        json.loads(line[len("data:"):])
+        for line in r.text.splitlines()
+        if line.startswith("data:") and line[len("data:"):].strip() not in ("", "null")
+    ]
+    final = [d for d in data if isinstance(d, dict) and d.get("status")]
+    assert final and final[-1]["status"] == "answered" and final[-1]["citations"]
+    assert "answer" in double.steps()
+
+
+@pytest.fixture(scope="module")
+def dev_server(
+    ingested_home: Path, served: tuple[ModelDouble, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """`langgraph dev` on langgraph.json (what Studio talks to), its model the double."""
+    if not LANGGRAPH.exists():
+        pytest.skip(f"{LANGGRAPH} is missing: install the dev extra (langgraph-cli[inmem])")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (tmp_path_factory.mktemp("langgraph_dev") / "server.log").open("w+") as log:
+        proc = start_server(
+            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
+             "--config", str(ROOT / "langgraph.json")],
+            llm_child_env(ingested_home, served[1]), url, "/ok", log,
+        )
+        try:
+            yield url
+        finally:
+            stop_server(proc)
+
+
+async def test_langgraph_dev_run_answers_through_the_model_server(
+    dev_server: str, double: ModelDouble
+) -> None:
+    from langgraph_sdk import get_client
+
+    out = await get_client(url=dev_server).runs.wait(None, "agent", input={"question": QUESTION})
+    assert isinstance(out, dict)
+    assert out["status"] == "answered", out
+    assert out["citations"][0]["source_id"] == "lumenary-pricing"
+    assert double.steps() == ["call_tools", "answer"]
+
+
+async def test_langgraph_dev_streams_model_tokens_from_the_server(
+    dev_server: str, double: ModelDouble
+) -> None:
+    """Studio's view: messages streamed token by token, the model called with stream=True."""
+    from langgraph_sdk import get_client
+
+    events: list[str] = []
+    final: dict[str, Any] = {}
+    async for part in get_client(url=dev_server).runs.stream(
+        None, "agent", input={"question": QUESTION}, stream_mode=["messages-tuple", "values"]
+    ):
+        events.append(part.event)
+        if part.event == "values" and isinstance(part.data, dict):
+            final = part.data
+    assert "messages" in events
+    assert double.requests and all(r["stream"] for r in double.requests)
+    assert final.get("status") == "answered" and final.get("citations")
+
+
+async def test_langgraph_dev_with_a_failing_model_answers_from_the_knowledge_base(
+    dev_server: str, double: ModelDouble
+) -> None:
+    from langgraph_sdk import get_client
+
+    double.configure(faults=[Fault(status=503)])
+    out = await get_client(url=dev_server).runs.wait(None, "agent", input={"question": QUESTION})
+    assert isinstance(out, dict)
+    assert out["status"] == "answered", out
+    assert len(warnings_of(out, "model_unavailable")) == 2

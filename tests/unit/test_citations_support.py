@@ -1,0 +1,126 @@
+"""The support check: quotes and close paraphrases stay, added or changed facts go, measured."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from grounded_agent.citations import SUPPORT_MIN, supports
+from grounded_agent.text import split_sentences
+from tests.fakes import finding
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_support", ROOT / "benchmarks" / "bench_support.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_support"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _bench()
+ROWS = BENCH.load()
+MEASURED = BENCH.measure(ROWS, SUPPORT_MIN)
+
+
+def test_the_labelled_set_is_large_balanced_and_written_for_the_project() -> None:
+    assert len(ROWS) >= 120
+    labels = [r["label"] for r in ROWS]
+    assert set(labels) == {"supported", "unsupported"}
+    assert 0.4 <= labels.count("supported") / len(labels) <= 0.6
+    assert {r["set"] for r in ROWS} == {"tune", "heldout", "fresh"}
+    assert all(r["passage"] and r["title"] and r["sentence"] and r["why"] for r in ROWS)
+
+
+def test_rates_on_the_tuning_rows_are_within_5_percent() -> None:
+    """The 5% target holds on the rows the check and its threshold were tuned on."""
+    tune = MEASURED["tune"]
+    assert tune["false_removal_rate"] <= 0.05
+    assert tune["false_keep_rate"] <= 0.05
+
+
+def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
+    """Ceilings at the rates measured when the check was last changed (see bench_support.py)."""
+    assert MEASURED["heldout"]["false_removal_rate"] <= 0.084
+    assert MEASURED["heldout"]["false_keep_rate"] <= 0.040
+    assert MEASURED["fresh"]["false_removal_rate"] <= 0.152
+    assert MEASURED["fresh"]["false_keep_rate"] <= 0.086
+    assert MEASURED["all"]["false_removal_rate"] <= 0.080
+    assert MEASURED["all"]["false_keep_rate"] <= 0.051
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 14's 5% target is not met on rows the check was not tuned on: a lexical check "
+    "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
+    "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
+    "manager' where HR is named); see bench_support.py --errors. Remove this mark when it is met",
+)
+def test_rates_on_all_rows_meet_the_5_percent_target() -> None:
+    assert MEASURED["all"]["false_removal_rate"] <= 0.05
+    assert MEASURED["all"]["false_keep_rate"] <= 0.05
+
+
+def test_every_sentence_of_every_labelled_passage_supports_itself() -> None:
+    """A quote always stays: each passage sentence, cited as it is written."""
+    seen = set()
+    for row in ROWS:
+        if row["passage"] in seen:
+            continue
+        seen.add(row["passage"])
+        f = finding(title=row["title"], text=row["passage"], section=row.get("section"))
+        for sentence in split_sentences(row["passage"]):
+            assert supports(sentence.lstrip("- "), [f]), sentence
+
+
+PASSAGE = finding(
+    title="Borrowing at Elmbrook Public Library",
+    section="Loan periods",
+    text="Books are lent for 21 days and DVDs for 7 days. Overdue DVDs cost 12.40 euros. "
+    "Items can be renewed twice, unless another member has reserved them. "
+    "The guest network is called EPL-Visitor and needs no password.",
+)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "DVD loans: 7 days",
+        "DVDs are lent for seven days.",
+        "Books have a 21-day loan period.",
+        "An overdue DVD costs EUR 12.40.",
+        "Overdue DVDs cost 12.4 euros.",
+        "Items can be renewed two times unless they are reserved by another member.",
+        "The EPL-Visitor network does not need a password.",
+        "Loan periods: books 21 days",
+    ],
+)
+def test_quotes_paraphrases_and_list_items_stay(sentence: str) -> None:
+    assert supports(sentence, [PASSAGE])
+
+
+@pytest.mark.parametrize(
+    ("sentence", "why"),
+    [
+        ("DVDs are lent for 21 days.", "the books' number given to DVDs"),
+        ("Books: 7 days", "the DVDs' number given to books"),
+        ("Books are lent for 28 days.", "changed number"),
+        ("Books are lent for 21 weeks.", "changed unit"),
+        ("Overdue DVDs cost 14.20 euros.", "changed amount"),
+        ("Items can be renewed three times.", "changed count"),
+        ("The guest network is called EPL-Guest.", "different name"),
+        ("The guest network needs a password.", "negation dropped"),
+        ("Books are lent for 21 days and can be renewed online.", "added claim"),
+        ("All items can always be renewed twice.", "overstated"),
+        ("Books are lent for 21 days at the Harbour branch.", "added name"),
+    ],
+)
+def test_added_or_changed_facts_go(sentence: str, why: str) -> None:
+    assert not supports(sentence, [PASSAGE]), why
