@@ -1,11 +1,13 @@
-"""Fits the offline answer decision (grounded_agent.scoring) across several knowledge bases.
+"""Chooses the offline answer decision (grounded_agent.scoring) across several knowledge bases.
 
 For every question of the fitting KBs it runs the store's real search (first attempt), keeps the
 usable passages (relevance >= low threshold), computes `scoring.signals` and the extractive answer
 the agent would give, and grades it (the gold answer in the text and the gold document cited).
 A logistic model P(the extractive answer is right | signals) is fitted with every KB weighing the
-same; the answer cut-off is the one that maximises the credited score on the fitting data
-(+1 right answer or right abstention, 0 abstaining on an answerable question, -1 a wrong answer).
+same, with the answer cut-off that maximises the credited score on the fitting data (+1 right
+answer or right abstention, 0 abstaining on an answerable question, -1 a wrong answer); then
+simple rules are compared with the thresholds-only baseline on every KB (the rule in scoring.py is
+the one that beat it everywhere).
 
 Fitting data: the project KBs named by --fit-kbs and a SQuAD calibration sample that excludes
 the report samples of seeds 0, 1 and 2 (`evaluation.calibrate.calibration_sample`). Everything
@@ -36,8 +38,11 @@ from grounded_agent.extractive import extractive_draft
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 
 
+FEATURES = ("best_score", "top_coverage", "coverage", "type_found", "names_missing")
+
+
 def signal_row(s: scoring.Signals) -> list[float]:
-    return scoring.decision_features(s)
+    return [s.best_score, s.top_coverage, s.coverage, float(s.type_found), float(bool(s.missing))]
 
 
 async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context
@@ -112,9 +117,8 @@ def main() -> int:
     sw = np.array([len(rows) / (len(per) * per[r[0]]) for r in rows])
     w = fit_logistic(x, y, sw)
     print(f"fitted on {len(rows)} questions with usable passages, per KB {per}")
-    for n, v in zip([*scoring.DECISION_FEATURES, "intercept"], w, strict=True):
+    for n, v in zip([*FEATURES, "intercept"], w, strict=True):
         print(f"  {n:>16s} = {v:.3f}")
-    print(f"  in scoring.py now: {scoring.DECISION_COEFFICIENTS}, cut {scoring.ANSWER_P}")
 
     def probs(name: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
         items = data[name]
@@ -137,6 +141,43 @@ def main() -> int:
               f"(answer-all {credited(p, yy, kinds, 0.0):+.3f}); right answers {right}/{ans} "
               f"(answering all: {could}); p of right ones: "
               f"{np.percentile(p[yy == 1], [10, 50, 90]).round(2) if could else '-'}")
+    print("\nRULES (answer if ...): credited / right answers / right abstentions")
+    idx = {n: i for i, n in enumerate(FEATURES)}
+
+    def rule(name: str, f: list[float]) -> bool:
+        if not f:
+            return False
+        best, top, typ, miss = (f[idx["best_score"]], f[idx["top_coverage"]],
+                                f[idx["type_found"]], f[idx["names_missing"]])
+        if name == "thresholds_only":
+            return best >= 0.75
+        veto = typ < 0.5 or miss > 0.5
+        if name == "found_names_veto":
+            return best >= 0.75 and miss < 0.5
+        if name == "found_type_veto":
+            return best >= 0.75 and typ > 0.5
+        if name == "found_with_vetoes":
+            return best >= 0.75 and not veto
+        if name.startswith("vetoes+medium"):
+            c = float(name.split("@")[1])
+            return not veto and (best >= 0.75 or top >= c)
+        raise ValueError(name)
+
+    for name in ["thresholds_only", "found_names_veto", "found_type_veto", "found_with_vetoes", "vetoes+medium@0.5",
+                 "vetoes+medium@0.7", "vetoes+medium@0.9"]:
+        cells = []
+        for kb in data:
+            items = data[kb]
+            cr = ra = ab = 0.0
+            for f, o, k in items:
+                if rule(name, f):
+                    cr += 1 if o == 1 else -1
+                    ra += o == 1
+                else:
+                    cr += 0 if k == "answerable" else 1
+                    ab += k != "answerable"
+            cells.append(f"{kb[:10]} {cr / len(items):+.2f}/{int(ra)}/{int(ab)}")
+        print(f"{name:22s} " + "  ".join(cells))
     return 0
 
 

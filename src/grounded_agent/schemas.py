@@ -139,16 +139,18 @@ class ToolOutcome(BaseModel):
         found_threshold: float = 0.75,
         low_threshold: float = 0.55,
         elapsed_ms: float = 0.0,
+        ranked: bool = False,
     ) -> ToolOutcome:
-        """A completed read, classified by its best relevance score."""
-        ranked = sorted(items, key=lambda i: i.score, reverse=True)
+        """A completed read, classified by its best relevance score. Items keep the source's own
+        order when it has `ranked` them (best answer first), else go best score first."""
+        ranked_items = list(items) if ranked else sorted(items, key=lambda i: i.score, reverse=True)
         return cls(
             source=source,
             query=query,
-            status=classify(ranked, found_threshold, low_threshold),
+            status=classify(ranked_items, found_threshold, low_threshold),
             coverage="complete",
-            finding_count=len(ranked),
-            items=ranked,
+            finding_count=len(ranked_items),
+            items=ranked_items,
             elapsed_ms=elapsed_ms,
         )
 

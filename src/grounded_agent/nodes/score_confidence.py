@@ -35,7 +35,9 @@ async def score_confidence(
         conf, why = verdict
         return _done(state, conf, f"model call skipped: {why}", "deterministic")
     if model is None:
-        conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+        conf = offline_verdict(
+            local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+        )
         return _done(state, conf, conf.reason, "local_scorer")
 
     usage: dict[str, int] = {}
@@ -68,7 +70,9 @@ async def score_confidence(
     if outcome.failure is not None:
         # a broken service is not asked again, and its failure is no judgement on the evidence
         log.warning("confidence call failed; local scorer used", exc_info=outcome.failure)
-        conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+        conf = without_the_model(
+            local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+        )
         update = _done(
             state,
             conf,
@@ -95,6 +99,28 @@ async def score_confidence(
         reason="the confidence judgement could not be read; treated as LOW",
     )
     return _done(state, conf, conf.reason, "unparseable", usage)
+
+
+def offline_verdict(conf: Confidence) -> Confidence:
+    """Offline, weak evidence is final: the local rewrite re-asks with the question's own words,
+    and on five evaluated knowledge bases its second attempt answered nothing right (5 of 106
+    second attempts answered, all wrongly). Only a model's rewrite can find other words."""
+    if conf.level != "LOW":
+        return conf
+    return Confidence(level="NOT_RELEVANT", reason=f"{conf.reason}; no better wording offline")
+
+
+def without_the_model(conf: Confidence) -> Confidence:
+    """The local verdict when the model that should have judged failed: usable evidence that the
+    local scorer would only call LOW is answered with a caveat, because a failed judgement
+    establishes no absence (and re-asking a broken service only adds failures)."""
+    if conf.level != "LOW":
+        return conf
+    return Confidence(
+        level="MEDIUM",
+        can_answer=True,
+        reason=f"{conf.reason}; the model could not judge, so the evidence is given with a caveat",
+    )
 
 
 def _done(

@@ -102,6 +102,7 @@ async def search_knowledge_base(
         found_threshold=found_threshold,
         low_threshold=low_threshold,
         elapsed_ms=elapsed(),
+        ranked=True,  # the store orders by which passage answers, not by relevance alone
     )
 
 
