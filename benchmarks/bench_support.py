@@ -11,6 +11,10 @@ Its rows come in three sets:
 - fresh: a second batch written after the check was frozen, evaluated once and then used to
   fix general defects the same way.
 
+tests/data/support_fresh.jsonl (same fields, no "set") is a fourth set, "blind": written by
+someone who saw neither the check nor the other rows, read once the check was frozen, and
+reported as it came out; never tuned on. "all" is the three sets above.
+
 The script prints, per set, the false-removal rate (supported sentences the check removes) and
 the false-keep rate (unsupported sentences it keeps). `--tune` sweeps the threshold on the tune
 rows and picks the value with the smallest worse rate (ties: the stricter threshold, since
@@ -36,8 +40,17 @@ SETS = ("tune", "heldout", "fresh")
 GRID = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 
 
+BLIND = DATA.with_name("support_fresh.jsonl")
+
+
 def load(path: Path = DATA) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def load_blind(path: Path = BLIND) -> list[dict[str, Any]]:
+    """The blind set's rows, marked set "blind" (none if the file is not there)."""
+    return [{**row, "set": "blind"} for row in load(path)] if path.exists() else []
 
 
 def verdicts(rows: list[dict[str, Any]], threshold: float) -> list[tuple[dict[str, Any], bool, str]]:
@@ -75,7 +88,9 @@ def rates(judged: list[tuple[dict[str, Any], bool, str]]) -> dict[str, Any]:
 def measure(rows: list[dict[str, Any]], threshold: float) -> dict[str, dict[str, Any]]:
     judged = verdicts(rows, threshold)
     out = {s: rates([j for j in judged if j[0].get("set") == s]) for s in SETS}
-    out["all"] = rates(judged)
+    out["all"] = rates([j for j in judged if j[0].get("set") != "blind"])
+    if any(j[0].get("set") == "blind" for j in judged):
+        out["blind"] = rates([j for j in judged if j[0].get("set") == "blind"])
     return out
 
 
@@ -103,12 +118,13 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = load()
     threshold = SUPPORT_MIN
+    blind = load_blind()
     sweep: list[tuple[float, dict[str, Any]]] = []
     if args.tune:
         threshold, sweep = tune(rows)
     started = time.perf_counter()
-    result = measure(rows, threshold)
-    ms = (time.perf_counter() - started) * 1000 / max(len(rows), 1)
+    result = measure(rows + blind, threshold)
+    ms = (time.perf_counter() - started) * 1000 / max(len(rows) + len(blind), 1)
 
     if args.json:
         print(json.dumps({"threshold": threshold, "ms_per_sentence": round(ms, 2),
@@ -123,14 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         print()
     print(f"support check at threshold {threshold:.2f} ({ms:.1f} ms per sentence)")
     print(f"{'set':8s} {'rows':>5s} {'false removal':>20s} {'false keep':>20s}")
-    for name in (*SETS, "all"):
+    for name in (*SETS, "all", *(["blind"] if blind else [])):
         r = result[name]
         fr = f"{r['false_removals']}/{r['supported']} = {r['false_removal_rate']:.1%}"
         fk = f"{r['false_keeps']}/{r['unsupported']} = {r['false_keep_rate']:.1%}"
         print(f"{name:8s} {r['rows']:5d} {fr:>20s} {fk:>20s}")
     if args.errors:
         print()
-        for row, kept, reason in verdicts(rows, threshold):
+        for row, kept, reason in verdicts(rows + blind, threshold):
             wrong = kept != (row["label"] == "supported")
             if wrong:
                 what = "KEPT   " if kept else "REMOVED"

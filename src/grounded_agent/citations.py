@@ -17,15 +17,10 @@ from __future__ import annotations
 import contextvars
 import functools
 import html
-import math
 import re
-import threading
-from array import array
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Protocol
 
 from grounded_agent.schemas import Citation, Finding
 from grounded_agent.text import answer_units, looks_like_instruction, stem
@@ -44,17 +39,8 @@ SUPPORT_MIN = 0.75
 (with their title and section) must contain. Chosen on the "tune" rows of
 tests/data/support_labelled.jsonl (benchmarks/bench_support.py --tune: 0.70 and 0.75 tie there,
 ties go to the stricter value); the other rows were not used to choose it."""
-SEMANTIC_MIN = 0.70
-"""Cosine (all-MiniLM-L6-v2) a sentence rejected only for word coverage must reach with the
-closest window of its cited passage to be kept by the semantic rescue. Chosen on the "tune" rows
-of tests/data/support_labelled.jsonl (benchmarks/bench_support.py --tune --semantic)."""
-SEMANTIC_MODEL = "all-MiniLM-L6-v2"
-"""The embedding model SEMANTIC_MIN was chosen for: cosines of other models are on other scales."""
 MAX_RANGE = 20
 """A marker range wider than this ("[1-999]") is no citation: it is removed."""
-
-Similarity = Callable[[str, Sequence[str]], Sequence[float]]
-"""similarity(sentence, candidates): the cosine of the sentence with each candidate text."""
 
 
 @dataclass
@@ -312,14 +298,10 @@ def _terminate(text: str) -> str:
 # --------------------------------------------------------------------------------- the check
 
 
-def check_answer(
-    draft: str, sources: Sequence[Finding], similarity: Similarity | None = None
-) -> Checked:
+def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
     """Keeps only sentences whose markers resolve to sources in state and whose text they support.
 
-    Markers are renumbered in order of first use, so citations read [1], [2], ... . With
-    `similarity`, a sentence the lexical check rejects only for word coverage may be kept by
-    meaning (see `support_verdict`); without it the check is exactly the lexical one.
+    Markers are renumbered in order of first use, so citations read [1], [2], ... .
     """
     allowed_urls = {s.url for s in sources if s.url}
     removed_urls: list[str] = []
@@ -357,7 +339,7 @@ def check_answer(
         if looks_like_instruction(bare):
             unsupported.append(bare)
             continue
-        cited = cited_sources(bare, [sources[n - 1] for n in valid], similarity)
+        cited = cited_sources(bare, [sources[n - 1] for n in valid])
         if cited is None:
             unsupported.append(bare)
             continue
@@ -814,8 +796,6 @@ class _Passage:
     names: set[str]  # words the passage writes capitalised where no sentence starts
     lower: set[str]  # words the passage also writes in lower case
     compounds: set[str]
-    texts: list[str] = field(default_factory=list)  # the sentences as written
-    label: str = ""  # "title, section": what an embedded window is prefixed with
 
 
 _SEGMENT_SPLIT = re.compile(r"\s*;\s*|\s+[-–—]\s+")
@@ -928,8 +908,7 @@ def _parse_passage(text: str, title: str, section: str) -> _Passage:
                 c.ext |= _keys(sentences[si - 1])
                 c.chain |= {k for x in clauses if x.sentence == si - 1 for k in x.own}
         clauses.extend(mine)
-    label = ", ".join(x for x in (title, section) if x)
-    return _Passage(ctx, sentences, clauses, names, lower, compounds, sentence_texts, label)
+    return _Passage(ctx, sentences, clauses, names, lower, compounds)
 
 
 def _number_units(toks: _Toks) -> set[str]:
@@ -1222,9 +1201,6 @@ def _negation_ok(sentence: str, view: _ClaimView, passages: Sequence[_Passage]) 
     return True
 
 
-_FEW_WORDS = "too few of its words are in the cited passages"
-
-
 @dataclass
 class Verdict:
     """Whether cited passages support a sentence, and why not."""
@@ -1233,16 +1209,10 @@ class Verdict:
     reason: str
     coverage: float = 0.0
     contributing: list[int] = field(default_factory=list)
-    cosine: float | None = None
-    """The semantic rescue's best cosine, where it was asked (see `_rescue`)."""
 
 
 def support_verdict(
-    sentence: str,
-    findings: Sequence[Finding],
-    threshold: float = SUPPORT_MIN,
-    similarity: Similarity | None = None,
-    semantic_min: float = SEMANTIC_MIN,
+    sentence: str, findings: Sequence[Finding], threshold: float = SUPPORT_MIN
 ) -> Verdict:
     """Do the cited passages state what the sentence says?
 
@@ -1251,12 +1221,7 @@ def support_verdict(
     hedge ("usually") that the passages do not share fails; a word the best matching passage
     sentence states the opposite of ("evening" where it says "morning") fails. Then at least
     `threshold` of the sentence's content words must be found in one or two adjacent sentences
-    of one cited passage (or the best such windows of several), title and section included.
-
-    With `similarity` (cosines of the sentence with candidate texts, e.g. `embedding_similarity`),
-    a sentence rejected only for too few of its words is kept if its meaning is close enough
-    (`semantic_min`) to a window that holds its numbers, units and names; see `_rescue`. Without
-    it the check is purely lexical."""
+    of one cited passage (or the best such windows of several), title and section included."""
     passages = [_passage(f) for f in findings]
     words = {t.key for t in _tokens(sentence)} | {
         k for p in passages for c in p.clauses for k in c.ext
@@ -1264,18 +1229,12 @@ def support_verdict(
     words |= {part for w in list(words) for part in w.split("@")}
     token = _VOCABULARY.set(_Vocabulary(words))
     try:
-        return _verdict(sentence, passages, threshold, similarity, semantic_min)
+        return _verdict(sentence, passages, threshold)
     finally:
         _VOCABULARY.reset(token)
 
 
-def _verdict(
-    sentence: str,
-    passages: list[_Passage],
-    threshold: float,
-    similarity: Similarity | None = None,
-    semantic_min: float = SEMANTIC_MIN,
-) -> Verdict:
+def _verdict(sentence: str, passages: list[_Passage], threshold: float) -> Verdict:
     view = _view(sentence, passages)
     if not view.content and not view.numbers:
         return Verdict(True, "nothing to check", 1.0, list(range(len(passages))))
@@ -1299,13 +1258,12 @@ def _verdict(
         if any(_found(k, keys) for k in view.content) or view.numbers & keys
     ]
     best = 0.0
-    reason = _FEW_WORDS
-    eligible: list[tuple[_Toks, str]] = []  # windows that failed on word coverage alone
+    reason = "too few of its words are in the cited passages"
     units = {
         t.key for t in view.toks
         if t.kind == "unit" and t.key not in _CURRENCIES and t.key not in _SOFT_UNITS
     }
-    for window, p, text in _windows(passages, view):
+    for window, p in _windows(passages, view):
         keys = {t.key for t in window if t.kind not in ("stop",)} | {t.key for t in p}
         keys |= _sequences(window) | _sequences(p)
         if not view.numbers <= keys or not all(_found(n, keys) for n in view.names):
@@ -1318,7 +1276,6 @@ def _verdict(
         score = sum(1 for k in view.content if _found(k, keys)) / len(view.content) if view.content else 1.0
         if score < threshold:
             best = max(best, score)
-            eligible.append((window, text))
             continue
         problem = _window_problem(view, window)
         if problem:
@@ -1326,67 +1283,30 @@ def _verdict(
             best = max(best, score)
             continue
         return Verdict(True, "supported", score, contributing)
-    if similarity is not None and reason == _FEW_WORDS and eligible:
-        return _rescue(sentence, view, eligible, similarity, semantic_min, best, contributing)
     return Verdict(False, reason, best)
-
-
-def _rescue(
-    sentence: str,
-    view: _ClaimView,
-    eligible: list[tuple[_Toks, str]],
-    similarity: Similarity,
-    semantic_min: float,
-    coverage: float,
-    contributing: list[int],
-) -> Verdict:
-    """The semantic rescue of a sentence the lexical check rejected only for word coverage.
-
-    Every hard check has passed: the sentence's numbers, units, names, negations and absolutes
-    are those of the sources. Of the windows that hold its numbers, units and names, the one
-    whose embedding is closest to the sentence's must reach `semantic_min`, and must not itself
-    state the opposite of a word of the sentence or a hedge, approximation or period count the
-    sentence drops (`_window_problem`, the checks a well-covered window passes too)."""
-    texts = list(dict.fromkeys(text for _, text in eligible))
-    cosines = dict(zip(texts, similarity(sentence, texts), strict=True))
-    window, text = max(eligible, key=lambda e: cosines[e[1]])
-    cosine = float(cosines[text])
-    if cosine < semantic_min:
-        return Verdict(False, f"{_FEW_WORDS} (closest meaning {cosine:.2f})", coverage, cosine=cosine)
-    problem = _window_problem(view, window)
-    if problem:
-        return Verdict(False, problem, coverage, cosine=cosine)
-    return Verdict(True, f"supported by meaning (cosine {cosine:.2f})", coverage, contributing, cosine)
 
 
 def _windows(
     passages: Sequence[_Passage], view: _ClaimView
-) -> Iterable[tuple[_Toks, _Toks, str]]:
+) -> Iterable[tuple[_Toks, _Toks]]:
     """One or two adjacent sentences of one passage (with its title and section as context), and
-    for several cited passages the best window of each, joined; each with its text as embedded
-    for the semantic rescue ("title, section: sentence sentence")."""
-    best_each: list[tuple[float, _Toks, _Toks, str]] = []
+    for several cited passages the best window of each, joined."""
+    best_each: list[tuple[float, _Toks, _Toks]] = []
     for p in passages:
-        texts = p.texts if len(p.texts) == len(p.sentences) else [""] * len(p.sentences)
-        spans = [(p.sentences[i], texts[i]) for i in range(len(p.sentences))]
-        spans += [
-            (p.sentences[i] + p.sentences[i + 1], f"{texts[i]} {texts[i + 1]}")
-            for i in range(len(p.sentences) - 1)
-        ]
+        spans = [p.sentences[i] for i in range(len(p.sentences))]
+        spans += [p.sentences[i] + p.sentences[i + 1] for i in range(len(p.sentences) - 1)]
         scored = []
-        for w, raw in spans:
+        for w in spans:
             keys = {t.key for t in w} | {t.key for t in p.ctx}
             score = sum(1 for k in view.content if _found(k, keys))
-            text = f"{p.label}: {raw.strip()}" if p.label else raw.strip()
-            scored.append((score, w, p.ctx, text))
-            yield w, p.ctx, text
+            scored.append((score, w, p.ctx))
+            yield w, p.ctx
         if scored:
             best_each.append(max(scored, key=lambda x: (x[0], -len(x[1]))))
     if len(best_each) > 1:
         yield (
-            tuple(t for _, w, _, _ in best_each for t in w),
-            tuple(t for _, _, c, _ in best_each for t in c),
-            " ".join(x for _, _, _, x in best_each),
+            tuple(t for _, w, _ in best_each for t in w),
+            tuple(t for _, _, c in best_each for t in c),
         )
 
 
@@ -1463,13 +1383,11 @@ def _hedge_dropped(view: _ClaimView, window: _Toks) -> bool:
     return False
 
 
-def cited_sources(
-    sentence: str, findings: Sequence[Finding], similarity: Similarity | None = None
-) -> list[int] | None:
+def cited_sources(sentence: str, findings: Sequence[Finding]) -> list[int] | None:
     """Indices of the cited passages that support the sentence, or None if they do not.
 
     With several markers, one whose passage shares nothing with the sentence is dropped."""
-    verdict = support_verdict(sentence, findings, similarity=similarity)
+    verdict = support_verdict(sentence, findings)
     if not verdict.supported:
         return None
     return verdict.contributing or list(range(len(findings)))
@@ -1478,69 +1396,3 @@ def cited_sources(
 def supports(sentence: str, findings: Sequence[Finding], threshold: float = SUPPORT_MIN) -> bool:
     """Whether the cited passages support the sentence (see `support_verdict`)."""
     return support_verdict(sentence, findings, threshold).supported
-
-
-# ---------------------------------------------------------------------------- semantic rescue
-
-
-class _Embedder(Protocol):
-    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
-
-
-SIMILARITY_CACHE = 2048
-"""Texts (sentences and passage windows) whose unit vectors one `EmbeddingSimilarity` keeps."""
-
-
-class EmbeddingSimilarity:
-    """A `Similarity` by an embedding model: cosines of unit vectors, each text embedded once
-    (a small LRU cache, shared by every check that uses this object; thread-safe)."""
-
-    def __init__(self, embeddings: _Embedder, cache_size: int = SIMILARITY_CACHE) -> None:
-        self.embeddings = embeddings
-        self.cache_size = cache_size
-        self.embedded = 0
-        """Texts sent to the model so far (cache misses)."""
-        self._vectors: OrderedDict[str, array[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def vectors(self, texts: Sequence[str]) -> list[array[float]]:
-        wanted = list(dict.fromkeys(texts))
-        with self._lock:
-            found = {t: self._vectors[t] for t in wanted if t in self._vectors}
-            for t in found:
-                self._vectors.move_to_end(t)
-        missing = [t for t in wanted if t not in found]
-        if missing:
-            for t, raw in zip(missing, self.embeddings.embed_documents(missing), strict=True):
-                norm = math.sqrt(sum(x * x for x in raw)) or 1.0
-                found[t] = array("f", (x / norm for x in raw))
-            with self._lock:
-                self.embedded += len(missing)
-                for t in missing:
-                    self._vectors[t] = found[t]
-                while len(self._vectors) > self.cache_size:
-                    self._vectors.popitem(last=False)
-        return [found[t] for t in texts]
-
-    def __call__(self, sentence: str, candidates: Sequence[str]) -> list[float]:
-        if not candidates:
-            return []
-        head, *rest = self.vectors([sentence, *candidates])
-        return [sum(a * b for a, b in zip(head, v, strict=True)) for v in rest]
-
-
-_SIMILARITIES: OrderedDict[int, tuple[object, EmbeddingSimilarity]] = OrderedDict()
-_SIMILARITIES_LOCK = threading.Lock()
-
-
-def embedding_similarity(embeddings: _Embedder) -> EmbeddingSimilarity:
-    """The process-wide `EmbeddingSimilarity` of an embeddings object (built on first use, so
-    its cache lasts across questions; nothing is loaded or embedded here)."""
-    with _SIMILARITIES_LOCK:
-        held = _SIMILARITIES.get(id(embeddings))
-        if held is None or held[0] is not embeddings:
-            held = (embeddings, EmbeddingSimilarity(embeddings))
-            _SIMILARITIES[id(embeddings)] = held
-            while len(_SIMILARITIES) > 4:
-                _SIMILARITIES.popitem(last=False)
-        return held[1]
