@@ -112,6 +112,9 @@ class Deps:
         from grounded_agent.tools.wikipedia import make_wikipedia_tool
 
         store = self.get_store()
+        from grounded_agent.text import warm_up
+
+        warm_up()  # word lists and stemmer load here, not inside a search's timeout
         if store.settings.embeddings == "local":
             # load the local model now (about 8 s the first time), outside any tool's timeout
             try:

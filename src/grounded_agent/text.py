@@ -123,6 +123,12 @@ def general_chunk_probability(word: str) -> float:
     return min(0.9, max(MIN_CHUNK_PROBABILITY, 1.0 - math.exp(-CHUNK_TOKENS * freq)))
 
 
+def warm_up() -> None:
+    """Loads the stemmer and the word-frequency list (about a second) before any timed work."""
+    stem("warming")
+    general_chunk_probability("warm")
+
+
 def rarity(word: str, df: int, n_docs: int) -> float:
     """ln(1/p), p the smoothed chance that a chunk of this knowledge base contains the term:
 

@@ -61,17 +61,6 @@ DEMO_QUESTIONS = [
     if not sources
 ]
 ANSWERED = ("answered", "answered_with_caveat")
-CITATION_STYLES_PENDING = pytest.mark.xfail(
-    reason="citation styles: issue 14 item 1", strict=False
-)
-PENDING_STYLES = {
-    # (style, second sentence): what the citation reader of HEAD loses or misattributes
-    ("after_stop", False), ("after_stop", True),  # the sentence is cut before its marker
-    ("no_space", True),  # "X.[1] Y.[2]" merges the sentences and moves both markers to Y
-    ("comma", False), ("comma", True),  # "[1, 2]" is no marker: the sentence is removed
-    ("range", False), ("range", True),  # "[1-2]" likewise
-    ("sources_list", False), ("sources_list", True),  # "Sources: [1] Title" is kept as a claim
-}
 LANGGRAPH = Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv") / "bin" / "langgraph"
 GROUNDED_AGENT = Path(sys.executable).parent / "grounded-agent"
 
@@ -231,11 +220,8 @@ async def test_the_model_judges_confidence_over_the_wire(
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.usefixtures("llm_env")
 async def test_each_citation_style_reaches_the_user(
-    graph: Any, double: ModelDouble, style: str, second_sentence: bool,
-    request: pytest.FixtureRequest,
+    graph: Any, double: ModelDouble, style: str, second_sentence: bool
 ) -> None:
-    if (style, second_sentence) in PENDING_STYLES:
-        request.applymarker(CITATION_STYLES_PENDING)
     double.configure(style=style, extra_sentence=second_sentence)
     result = await ask(graph)
     (draft,) = double.answers
@@ -379,23 +365,15 @@ def knowledge_base_needing(store: KnowledgeStore, seconds: float) -> SourceTool:
                       args_schema=real.args_schema, func=run, timeout_s=real.timeout_s)
 
 
-SLOW_MODEL_BUG = pytest.mark.xfail(
-    reason="bug: a slow tool-choosing call (latency, or a long Retry-After the OpenAI client "
-    "honours) may use the whole time budget, since call_tools waits max(1 s, what is left) for "
-    "it; the knowledge base then gets 0.1 s, times out, and the answer is 'unavailable', "
-    "blaming the knowledge base",
-    strict=False,
-)
 
 
 @pytest.mark.parametrize(
     "settings",
     [
         pytest.param({}, id="fast_model"),
-        pytest.param({"latency_s": 10, "latency_steps": ("call_tools",)}, id="slow_model",
-                     marks=SLOW_MODEL_BUG),
+        pytest.param({"latency_s": 10, "latency_steps": ("call_tools",)}, id="slow_model"),
         pytest.param({"faults": [Fault(status=429, retry_after=30, step="call_tools")]},
-                     id="long_retry_after", marks=SLOW_MODEL_BUG),
+                     id="long_retry_after"),
     ],
 )
 @pytest.mark.usefixtures("llm_env")
@@ -532,7 +510,6 @@ def test_cli_answers_through_the_model_server(
     assert out["usage"]["llm_calls"] == 2
 
 
-@CITATION_STYLES_PENDING
 def test_cli_keeps_a_marker_after_the_full_stop(
     ingested_home: Path, double: ModelDouble, base_url: str
 ) -> None:
