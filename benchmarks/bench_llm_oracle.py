@@ -46,7 +46,7 @@ from tests.support.openai_double import STYLES, Behaviour, ModelDouble, Oracle  
 
 ANSWERED = frozenset({"answered", "answered_with_caveat", "partial"})
 TARGET_REACHED = 0.99
-_GROUP = re.compile(r"\s*[.!?]?\s*((?:\[\d{1,3}(?:\s*[,\-–]\s*\d{1,3})*\]\s*)+)")
+_GROUP = re.compile(r"\s*[.!?]?[\"'”’)]*\s*((?:\[\d{1,3}(?:\s*[,\-–]\s*\d{1,3})*\]\s*)+)")
 
 
 def default_data() -> Path:
@@ -118,6 +118,10 @@ def run_style(
     assert double.oracle is not None
     drafts = dict(double.oracle.drafts)
     judged = [judge_row(r, drafts.get(r["id"])) for r in rows]
+    with (report / "drafts.jsonl").open("w", encoding="utf-8") as fh:  # what the oracle wrote
+        for r, j in zip(rows, judged, strict=True):
+            fh.write(json.dumps({"id": r["id"], **j, "draft": drafts.get(r["id"]),
+                                 "status": r["status"], "answer": r.get("answer")}) + "\n")
     http = Counter(req["question"] for req in double.requests)
     n = len(rows)
     correct = [j for j in judged if j["correct_draft"]]

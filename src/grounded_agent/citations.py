@@ -124,7 +124,13 @@ def _ends_with_abbreviation(text: str) -> bool:
     if not text.endswith(".") or text[-2:-1].isspace():
         return False  # "Plan B [1]. Next": a marker stood before this full stop
     last = text[:-1].rsplit(None, 1)[-1].lstrip("(\"'").lower() if text[:-1].strip() else ""
-    return last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())
+    return last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()) or bool(
+        _INITIALISM.match(last)
+    )
+
+
+_INITIALISM = re.compile(r"^(?:[a-z]\.)+[a-z]$")
+"""Dotted initials ("U.S.", "U.K."): their last dot does not end a sentence."""
 
 
 def _looks_like_reference(rest: str, numbers: list[int], sources: Sequence[Finding]) -> bool:

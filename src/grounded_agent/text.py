@@ -291,7 +291,11 @@ def _ends_with_abbreviation(sentence: str) -> bool:
     if not sentence.endswith("."):
         return False
     last = sentence[:-1].rsplit(" ", 1)[-1].lstrip("(\"'")
-    return last.lower() in _ABBREVIATIONS or (len(last) == 1 and last.isupper())
+    return (
+        last.lower() in _ABBREVIATIONS
+        or (len(last) == 1 and last.isupper())
+        or bool(re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", last))  # "U.S.", "U.K."
+    )
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
