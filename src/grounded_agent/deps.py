@@ -1,20 +1,21 @@
-"""Injected parts of the graph (chat model, store, tools) and the budgeted way to call the model."""
+"""Injected parts of the graph (chat model, store, tools), each built once and kept.
+
+The budgeted way to call the model is `grounded_agent.model_calls`."""
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
 
 from grounded_agent.context import Context
+from grounded_agent.model_calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
 from grounded_agent.schemas import SourceName
 from grounded_agent.tools.base import SourceTool
 
@@ -23,22 +24,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_MODEL_CALLS = 5
-"""Model calls per question, all nodes together: 2 at best, never more than this."""
-
 _AUTO: Any = object()
 
 TOOL_CACHE_SIZE = 8
 """Tool sets kept per process (one per Wikipedia language and timeout in use)."""
 
-
-class BudgetExhausted(Exception):
-    """The question's model-call, token or time budget is spent; callers fall back to local logic."""
+MODEL_CACHE_SIZE = 8
+"""Chat models kept per process (one per model name, base URL and timeout in use)."""
 
 
 def llm_configured() -> bool:
     """LLM mode needs a key, or a base URL of a local OpenAI-compatible server that needs none."""
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+
+
+def _model_timeout(ctx: Context) -> float:
+    return min(ctx.time_budget_s, 30.0)
+
+
+def _model_key(ctx: Context) -> tuple[Hashable, ...]:
+    """What makes one default chat model differ from another, read at each call: model name,
+    base URL and timeout, and (as a digest) the key, so a changed environment builds anew."""
+    secret = hashlib.sha256((os.environ.get("OPENAI_API_KEY") or "").encode()).hexdigest()
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    return (ctx.model, base_url, _model_timeout(ctx), llm_configured(), secret)
 
 
 def default_chat_model(ctx: Context) -> BaseChatModel | None:
@@ -52,7 +61,7 @@ def default_chat_model(ctx: Context) -> BaseChatModel | None:
         base_url=os.environ.get("OPENAI_BASE_URL") or None,
         api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
         temperature=0,
-        timeout=min(ctx.time_budget_s, 30.0),
+        timeout=_model_timeout(ctx),
         max_retries=1,
         stream_usage=True,  # token counts (and the token budget) also when streaming
     )
@@ -77,11 +86,32 @@ class Deps:
     _tool_cache: dict[tuple[Any, ...], dict[SourceName, SourceTool]] = field(
         default_factory=dict, repr=False
     )
+    _model_cache: dict[tuple[Hashable, ...], BaseChatModel | None] = field(
+        default_factory=dict, repr=False
+    )
 
     def model(self, ctx: Context) -> BaseChatModel | None:
-        if self.chat_model is _AUTO:
-            return self.chat_model_factory(ctx)
-        return self.chat_model  # type: ignore[no-any-return,unused-ignore]
+        """The injected chat model, or the factory's, built once per model name, base URL and
+        timeout (a ChatOpenAI per call would rebuild its client every time)."""
+        if self.chat_model is not _AUTO:
+            return self.chat_model  # type: ignore[no-any-return,unused-ignore]
+        model: BaseChatModel | None = self._cached(
+            self._model_cache, _model_key(ctx), lambda: self.chat_model_factory(ctx), MODEL_CACHE_SIZE
+        )
+        return model
+
+    def _cached(self, cache: dict[Any, Any], key: Any, build: Callable[[], Any], size: int) -> Any:
+        """`cache[key]`, built outside the lock on a miss; the `size` most recent entries kept."""
+        with self._lock:
+            found = key in cache
+            value = cache.pop(key, None)
+        if not found:
+            value = build()
+        with self._lock:
+            cache[key] = value
+            while len(cache) > size:
+                cache.pop(next(iter(cache)))
+        return value
 
     def get_store(self) -> KnowledgeStore:
         with self._lock:
@@ -96,14 +126,7 @@ class Deps:
         # thresholds are applied again by check_grounding, so tools need not vary with them;
         # the key holds only what a client may change, and the cache keeps a few entries
         key = (ctx.wikipedia_language, ctx.tool_timeout_s)
-        with self._lock:
-            cached = self._tool_cache.pop(key, None)
-        if cached is None:
-            cached = self._default_tools(ctx)
-        with self._lock:
-            self._tool_cache[key] = cached
-            while len(self._tool_cache) > TOOL_CACHE_SIZE:
-                self._tool_cache.pop(next(iter(self._tool_cache)))
+        cached = self._cached(self._tool_cache, key, lambda: self._default_tools(ctx), TOOL_CACHE_SIZE)
         return {n: t for n, t in cached.items() if n in names}
 
     def _default_tools(self, ctx: Context) -> dict[SourceName, SourceTool]:
@@ -133,65 +156,3 @@ class Deps:
                 timeout_s=ctx.tool_timeout_s,
             ),
         }
-
-
-FAILED_CALL: dict[str, int] = {"llm_calls": 1, "input_tokens": 0, "output_tokens": 0}
-"""A model call that raised still counts against the call cap."""
-
-
-def model_unavailable(step_name: str, fallback: str) -> dict[str, str]:
-    """The warning a user sees when a step fell back because the model could not be reached."""
-    return {
-        "kind": "model_unavailable",
-        "detail": f"the language model could not be reached at {step_name}; {fallback}",
-    }
-
-
-def usage_of(message: BaseMessage) -> dict[str, int]:
-    """Usage counters of one model reply (providers that report none count as zero tokens)."""
-    meta = getattr(message, "usage_metadata", None) or {}
-    return {
-        "llm_calls": 1,
-        "input_tokens": int(meta.get("input_tokens", 0) or 0),
-        "output_tokens": int(meta.get("output_tokens", 0) or 0),
-    }
-
-
-def check_budget(
-    state: Mapping[str, Any], ctx: Context, spent: dict[str, int] | None = None
-) -> None:
-    """Raises BudgetExhausted when one more model call would break a limit of the question."""
-    usage = dict(state.get("usage") or {})
-    for k, v in (spent or {}).items():
-        usage[k] = usage.get(k, 0) + v
-    calls = usage.get("llm_calls", 0)
-    if calls >= min(MAX_MODEL_CALLS, ctx.max_model_calls):
-        raise BudgetExhausted(f"model calls {calls} reached the cap")
-    tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
-    if tokens >= ctx.token_budget:
-        raise BudgetExhausted(f"token budget {ctx.token_budget} spent ({tokens})")
-    if remaining_time(state) <= 0:
-        raise BudgetExhausted("time budget spent")
-
-
-def remaining_time(state: Mapping[str, Any]) -> float:
-    deadline = state.get("deadline")
-    return float("inf") if deadline is None else float(deadline) - time.time()
-
-
-def ai_text(message: BaseMessage) -> str:
-    """The text of a model reply, whatever content shape the provider used."""
-    if isinstance(message, AIMessage) and isinstance(message.content, list):
-        return "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part)
-            for part in message.content
-        )
-    return str(message.content)
-
-
-async def call_model(runnable: Any, messages: list[Any], state: Mapping[str, Any]) -> Any:
-    """One model call inside what is left of the question's time budget."""
-    left = remaining_time(state)
-    if left <= 0:
-        raise BudgetExhausted("time budget spent")
-    return await asyncio.wait_for(runnable.ainvoke(messages), timeout=min(left, 120.0))

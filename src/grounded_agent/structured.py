@@ -16,10 +16,10 @@ valid JSON, a JSON object in the content (bare, in a code fence, after prose, or
 another was refused or ignored is remembered per endpoint and model, so later questions start
 there.
 
-Every request counts as one model call against the question's budget, refused or not, and each
-is made only after `check_budget` allows it. A reply that cannot be read is retried at most once
-(PARSE_TRIES); a technical failure (429, 5xx, timeout, a malformed body) ends the attempt at once:
-a broken service is not asked again.
+Every request goes through `model_calls.ask_model`: it counts as one model call against the
+question's budget, refused or not, and is made only when the budget allows it. A reply that
+cannot be read is retried at most once (PARSE_TRIES); a technical failure (429, 5xx, timeout, a
+malformed body) ends the attempt at once: a broken service is not asked again.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from langchain_core.utils.function_calling import convert_to_openai_function
 from pydantic import BaseModel, ValidationError
 
 from grounded_agent.context import Context
-from grounded_agent.deps import BudgetExhausted, ai_text, call_model, check_budget, usage_of
+from grounded_agent.model_calls import BudgetExhausted, add_usage, ai_text, ask_model, check_budget
 
 log = logging.getLogger(__name__)
 
@@ -296,11 +296,6 @@ def _runnable(model: Any, schema: type[BaseModel], method: Method) -> Any:
     return model
 
 
-def _add(usage: dict[str, int], spent: Mapping[str, int]) -> None:
-    for k, v in spent.items():
-        usage[k] = usage.get(k, 0) + v
-
-
 async def structured_call(
     model: Any,
     schema: type[M],
@@ -322,7 +317,7 @@ async def structured_call(
     method: Method = first
     unreadable = 0
     while result.calls < max_calls:
-        try:
+        try:  # before the method is chosen, so a spent budget records no "not_offered" step
             check_budget(state, ctx, usage)
         except BudgetExhausted as exc:
             result.exhausted = exc
@@ -334,23 +329,24 @@ async def structured_call(
             result.tried.append(f"{method}:not_offered")
             method = METHODS[METHODS.index(method) + 1]
             continue
+        reply = await ask_model(runnable, prompt, state=state, ctx=ctx, spent=usage)
+        if reply.exhausted is not None:
+            result.exhausted = reply.exhausted
+            return result
         result.calls += 1
-        try:
-            reply = await call_model(runnable, prompt, state)
-        except Exception as exc:
-            _add(usage, {"llm_calls": 1})
+        add_usage(usage, reply.usage)
+        if reply.message is None:
             nxt = METHODS.index(method) + 1
-            if _refused(exc) and nxt < len(METHODS):
+            if reply.failure is not None and _refused(reply.failure) and nxt < len(METHODS):
                 log.info("structured output: %s refused (%s); trying %s", method,
-                         type(exc).__name__, METHODS[nxt])
+                         type(reply.failure).__name__, METHODS[nxt])
                 result.tried.append(f"{method}:refused")
                 method = METHODS[nxt]
                 continue
             result.tried.append(f"{method}:failed")
-            result.failure = exc
+            result.failure = reply.failure
             return result
-        _add(usage, usage_of(reply))
-        reading = read_structured(reply, schema)
+        reading = read_structured(reply.message, schema)
         if reading.parsed is not None:
             result.tried.append(f"{method}:parsed")
             result.parsed, result.method = reading.parsed, method

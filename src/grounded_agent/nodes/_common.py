@@ -47,6 +47,12 @@ def step(
     return {"node": node, "attempt": attempt, "decision": decision, "detail": detail}
 
 
+def nonempty(**fields: Any) -> dict[str, Any]:
+    """The fields of a state update that hold something: an empty `usage` or `warnings` is left
+    out rather than written."""
+    return {k: v for k, v in fields.items() if v}
+
+
 def outcomes_of(state: Mapping[str, Any], attempt: int | None = None) -> list[ToolOutcome]:
     """The tool outcomes in state, optionally of one attempt only."""
     out = []

@@ -10,20 +10,12 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from grounded_agent.citations import MARKER, check_answer
+from grounded_agent.citations import MARKER, Checked, check_answer
 from grounded_agent.context import Context
-from grounded_agent.deps import (
-    FAILED_CALL,
-    BudgetExhausted,
-    Deps,
-    ai_text,
-    call_model,
-    check_budget,
-    model_unavailable,
-    usage_of,
-)
+from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
-from grounded_agent.nodes._common import ctx_of, final_outcomes, outcomes_of, step
+from grounded_agent.model_calls import Fallback, ModelReply, ask_model
+from grounded_agent.nodes._common import ctx_of, final_outcomes, nonempty, outcomes_of, step
 from grounded_agent.prompts.answer import (
     ANSWER_USER,
     CAVEAT_TEXT,
@@ -33,11 +25,16 @@ from grounded_agent.prompts.answer import (
     UNAVAILABLE_TEXT,
 )
 from grounded_agent.prompts.sources import render_sources
-from grounded_agent.schemas import Confidence, Finding, SourceReport, ToolOutcome
+from grounded_agent.schemas import Citation, Confidence, Finding, SourceReport, ToolOutcome
 from grounded_agent.state import AgentState
 from grounded_agent.text import content_stems
 
 log = logging.getLogger(__name__)
+
+FALLBACK = Fallback(
+    "answer", "the answer was extracted from the sources", where="the answer step",
+    budget_warning="answer extracted without the model", trail="extractive answer used",
+)
 
 SOURCE_LABELS = {
     "knowledge_base": "the knowledge base",
@@ -86,13 +83,69 @@ def format_sources(evidence: list[Finding]) -> str:
 async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     question = str(state["question"])
-    requested = list(state.get("requested") or [])
-    reports = source_reports(requested, final_outcomes(state))
+    reports = source_reports(list(state.get("requested") or []), final_outcomes(state))
     failed = [r.source for r in reports if r.status == "error"]
     worked = [r.source for r in reports if r.status != "error"]
     evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
     confidence = Confidence.model_validate(state.get("confidence") or {})
-    queries = list(state.get("queries") or [])
+    warnings = _source_warnings(state, reports)
+    trail: list[dict[str, Any]] = []
+    usable = bool(evidence) and confidence.can_answer and confidence.level in ("HIGH", "MEDIUM")
+    reply = ModelReply()
+    text, citations = "", list[Citation]()
+    if usable:
+        model = deps.model(ctx)
+        if model is not None:
+            reply = await ask_model(
+                model, _messages(state, ctx, question, evidence), state=state, ctx=ctx,
+                fallback=FALLBACK,
+            )
+            warnings += reply.warnings
+            trail += reply.trail
+        text, citations = _draft(state, reply, question, evidence, warnings, trail)
+    if text and citations:
+        status = "partial" if failed else _answered(ctx, confidence, citations)
+        notes = _notes(ctx, confidence, citations, failed, worked, warnings)
+        text = "\n\n".join([text, *notes])
+    else:
+        citations = []
+        status = "unavailable" if failed else "not_found"
+        text = _nothing_text(question, list(state.get("queries") or []), failed, worked)
+    trail.append(
+        step(
+            state,
+            "answer",
+            status,
+            f"{len(citations)} citation(s)",
+            status=status,
+            stop_reason=_stop_reason(state, confidence, failed),
+        )
+    )
+    return {
+        "status": status,
+        "answer": text,
+        "citations": [c.model_dump(mode="json") for c in citations],
+        "attempts": int(state.get("attempt") or 1),
+        "sources": [r.model_dump(mode="json") for r in reports],
+        "warnings": warnings,
+        "trail": trail,
+        "history": [{"question": question, "answer": text if citations else "", "status": status}],
+        **nonempty(usage=reply.usage),
+    }
+
+
+def _messages(
+    state: AgentState, ctx: Context, question: str, evidence: list[Finding]
+) -> list[Any]:
+    language = state.get("language") or "the language of the question"
+    return [
+        SystemMessage(ctx.answer_system_prompt.format(language=language)),
+        HumanMessage(ANSWER_USER.format(question=question, sources=format_sources(evidence))),
+    ]
+
+
+def _source_warnings(state: AgentState, reports: list[SourceReport]) -> list[dict[str, Any]]:
+    """A source that could not be searched, and a later search of a source that failed."""
     warnings: list[dict[str, Any]] = [
         {
             "kind": "source_unavailable",
@@ -111,169 +164,125 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
                     f"({o.error_kind}); only its earlier search counts",
                 }
             )
-    usage: dict[str, int] = {}
-    trail: list[dict[str, Any]] = []
-    usable = bool(evidence) and confidence.can_answer and confidence.level in ("HIGH", "MEDIUM")
+    return warnings
 
-    text, citations = "", []
-    if usable:
-        draft, how = "", "extractive"
-        model = deps.model(ctx)
-        if model is not None:
-            try:
-                check_budget(state, ctx)
-                reply = await call_model(
-                    model,
-                    [
-                        SystemMessage(
-                            ctx.answer_system_prompt.format(
-                                language=state.get("language") or "the language of the question"
-                            )
-                        ),
-                        HumanMessage(
-                            ANSWER_USER.format(question=question, sources=format_sources(evidence))
-                        ),
-                    ],
-                    state,
-                )
-                usage = usage_of(reply)
-                draft, how = ai_text(reply), "model"
-            except BudgetExhausted as exc:
-                warnings.append(
-                    {"kind": "budget_exhausted", "detail": "answer extracted without the model"}
-                )
-                trail.append(step(state, "answer", "budget_exhausted", str(exc)))
-            except Exception:
-                log.warning("answer call failed; answering extractively", exc_info=True)
-                usage = dict(FAILED_CALL)
-                warnings.append(
-                    model_unavailable(
-                        "the answer step", "the answer was extracted from the sources"
-                    )
-                )
-                trail.append(step(state, "answer", "model_failed", "extractive answer used"))
-        if how == "model" and draft.strip() and not MARKER.search(draft):
-            # no marker at all: the model says the sources do not answer; that is an abstention
-            trail.append(
-                step(state, "answer", "model_abstained", "the model found no answer in the sources")
-            )
-            draft = ""
-            how = "abstained"
-        elif not draft:
-            draft = extractive_draft(question, evidence)
-            if state.get("language"):
-                trail.append(
-                    step(
-                        state,
-                        "answer",
-                        "language_not_applied",
-                        "an extracted answer quotes its sources in their own language",
-                    )
-                )
-        checked = check_answer(draft, evidence)
-        for marker in checked.removed_markers:
-            warnings.append(
-                {
-                    "kind": "citation_removed",
-                    "detail": f"marker {marker} pointed at no source and was removed",
-                }
-            )
-        for sentence in checked.unsupported:
-            warnings.append(
-                {
-                    "kind": "unsupported_sentence",
-                    "detail": f"removed, not supported by its cited source: {sentence[:200]}",
-                }
-            )
-        for url in checked.removed_urls:
-            warnings.append(
-                {
-                    "kind": "citation_removed",
-                    "detail": "a link that is not one of the sources was removed",
-                }
-            )
-            log.info("removed a URL not among the sources: %s", url[:100])
-        text, citations = checked.text, checked.citations
+
+def _draft(
+    state: AgentState,
+    reply: ModelReply,
+    question: str,
+    evidence: list[Finding],
+    warnings: list[dict[str, Any]],
+    trail: list[dict[str, Any]],
+) -> tuple[str, list[Citation]]:
+    """The model's draft, or an extracted one, with every citation checked in code."""
+    draft, how = reply.text, "model" if reply.message is not None else "extractive"
+    if how == "model" and draft.strip() and not MARKER.search(draft):
+        # no marker at all: the model says the sources do not answer; that is an abstention
         trail.append(
-            step(
-                state,
-                "answer",
-                f"draft_{how}",
-                f"{len(citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
-                f"removed, {len(checked.removed_markers)} marker(s) removed",
-            )
+            step(state, "answer", "model_abstained", "the model found no answer in the sources")
         )
-
-    if text and citations:
-        cited_scores = [c.score for c in citations]
-        weak = confidence.level == "MEDIUM" or min(cited_scores) < ctx.found_threshold
-        if failed:
-            status = "partial"
-        elif weak:
-            status = "answered_with_caveat"
-        else:
-            status = "answered"
-        notes = []
-        if weak:
-            notes.append(CAVEAT_TEXT)
-            warnings.append(
-                {
-                    "kind": "low_relevance",
-                    "detail": f"confidence {confidence.level}; best cited relevance "
-                    f"{max(cited_scores):.2f}",
-                }
+        draft, how = "", "abstained"
+    elif not draft:
+        draft = extractive_draft(question, evidence)
+        if state.get("language"):
+            trail.append(
+                step(
+                    state,
+                    "answer",
+                    "language_not_applied",
+                    "an extracted answer quotes its sources in their own language",
+                )
             )
-        cutoff = date.today() - timedelta(days=ctx.stale_after_days)
-        stale = [c for c in citations if c.document_date and c.document_date < cutoff]
-        if stale:
-            titles = ", ".join(f"{c.title} ({c.document_date})" for c in stale)
-            notes.append(STALE_TEXT.format(days=ctx.stale_after_days, titles=titles))
-            warnings.extend(
-                {"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
-                for c in stale
-            )
-        if failed:
-            notes.append(PARTIAL_TEXT.format(failed=_label(failed), worked=_label(worked)))
-        text = "\n\n".join([text, *notes])
-    else:
-        citations = []
-        searched = _label(worked) if worked else ""
-        quoted = _quote_queries(question, queries)
-        if failed:
-            status = "unavailable"
-            text = UNAVAILABLE_TEXT.format(
-                failed=_label(failed),
-                searched_clause=f" {searched[0].upper() + searched[1:]} had nothing usable."
-                if searched
-                else "",
-                queries=quoted,
-            )
-        else:
-            status = "not_found"
-            text = NOT_FOUND_TEXT.format(searched=searched or "none", queries=quoted)
+    checked = check_answer(draft, evidence)
+    warnings.extend(_check_warnings(checked))
     trail.append(
         step(
             state,
             "answer",
-            status,
-            f"{len(citations)} citation(s)",
-            status=status,
-            stop_reason=_stop_reason(state, confidence, failed),
+            f"draft_{how}",
+            f"{len(checked.citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
+            f"removed, {len(checked.removed_markers)} marker(s) removed",
         )
     )
-    update: dict[str, Any] = {
-        "status": status,
-        "answer": text,
-        "citations": [c.model_dump(mode="json") for c in citations],
-        "attempts": int(state.get("attempt") or 1),
-        "sources": [r.model_dump(mode="json") for r in reports],
-        "warnings": warnings,
-        "trail": trail,
-        "history": [{"question": question, "answer": text if citations else "", "status": status}],
-    }
-    if usage:
-        update["usage"] = usage
-    return update
+    return checked.text, checked.citations
+
+
+def _check_warnings(checked: Checked) -> list[dict[str, Any]]:
+    """What the citation check removed, one warning each."""
+    warnings: list[dict[str, Any]] = [
+        {"kind": "citation_removed", "detail": f"marker {m} pointed at no source and was removed"}
+        for m in checked.removed_markers
+    ]
+    warnings += [
+        {"kind": "unsupported_sentence",
+         "detail": f"removed, not supported by its cited source: {sentence[:200]}"}
+        for sentence in checked.unsupported
+    ]
+    for url in checked.removed_urls:
+        warnings.append(
+            {"kind": "citation_removed", "detail": "a link that is not one of the sources was removed"}
+        )
+        log.info("removed a URL not among the sources: %s", url[:100])
+    return warnings
+
+
+def _weak(ctx: Context, confidence: Confidence, citations: list[Citation]) -> bool:
+    return confidence.level == "MEDIUM" or min(c.score for c in citations) < ctx.found_threshold
+
+
+def _answered(ctx: Context, confidence: Confidence, citations: list[Citation]) -> str:
+    return "answered_with_caveat" if _weak(ctx, confidence, citations) else "answered"
+
+
+def _notes(
+    ctx: Context,
+    confidence: Confidence,
+    citations: list[Citation],
+    failed: Sequence[str],
+    worked: Sequence[str],
+    warnings: list[dict[str, Any]],
+) -> list[str]:
+    """The notes under an answer: caveat, stale sources, sources that failed."""
+    notes = []
+    if _weak(ctx, confidence, citations):
+        notes.append(CAVEAT_TEXT)
+        best = max(c.score for c in citations)
+        warnings.append(
+            {
+                "kind": "low_relevance",
+                "detail": f"confidence {confidence.level}; best cited relevance {best:.2f}",
+            }
+        )
+    cutoff = date.today() - timedelta(days=ctx.stale_after_days)
+    stale = [c for c in citations if c.document_date and c.document_date < cutoff]
+    if stale:
+        titles = ", ".join(f"{c.title} ({c.document_date})" for c in stale)
+        notes.append(STALE_TEXT.format(days=ctx.stale_after_days, titles=titles))
+        warnings.extend(
+            {"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
+            for c in stale
+        )
+    if failed:
+        notes.append(PARTIAL_TEXT.format(failed=_label(failed), worked=_label(worked)))
+    return notes
+
+
+def _nothing_text(
+    question: str, queries: list[str], failed: Sequence[str], worked: Sequence[str]
+) -> str:
+    """The reply when there is no answer: what could not be searched, and what was tried."""
+    searched = _label(worked) if worked else ""
+    quoted = _quote_queries(question, queries)
+    if failed:
+        return UNAVAILABLE_TEXT.format(
+            failed=_label(failed),
+            searched_clause=f" {searched[0].upper() + searched[1:]} had nothing usable."
+            if searched
+            else "",
+            queries=quoted,
+        )
+    return NOT_FOUND_TEXT.format(searched=searched or "none", queries=quoted)
 
 
 def _quote_queries(question: str, queries: list[str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -13,24 +14,22 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
 from grounded_agent.context import Context
-from grounded_agent.deps import (
-    FAILED_CALL,
-    BudgetExhausted,
-    Deps,
-    check_budget,
-    model_unavailable,
-    remaining_time,
-    usage_of,
-)
-from grounded_agent.nodes._common import ctx_of, outcomes_of, step
+from grounded_agent.deps import Deps
+from grounded_agent.model_calls import Fallback, ModelReply, ask_model, remaining_time
+from grounded_agent.nodes._common import ctx_of, nonempty, outcomes_of, step
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
-from grounded_agent.schemas import ToolOutcome
+from grounded_agent.schemas import SourceName, ToolOutcome
 from grounded_agent.state import AgentState
 from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
 
 Call = tuple[str, SourceTool, BaseModel]
+
+FALLBACK = Fallback(
+    "call_tools", "every requested source was searched with the question", where="the search step",
+    budget_warning="model budget spent; fixed routing used", trail="fixed routing used",
+)
 
 
 def _default_args(tool: SourceTool, query: str, ctx: Context) -> BaseModel:
@@ -69,132 +68,153 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
     wanted = _sources_to_query(state, attempt)
     # the first call builds the default tools and loads the embedding model: not on the loop
     tools = await asyncio.to_thread(deps.available_tools, ctx, wanted)
-    trail: list[dict[str, Any]] = []
-    warnings: list[dict[str, Any]] = []
-    usage: dict[str, int] = {}
-    rejected: list[dict[str, Any]] = []
-    calls: list[Call] = []
-    tool_messages: list[ToolMessage] = []
-    outcomes: list[tuple[str, ToolOutcome]] = []
+    outcomes: list[tuple[str, ToolOutcome]] = [
+        ("", ToolOutcome.error(name, query, "config", "source not configured"))  # type: ignore[arg-type]
+        for name in wanted
+        if name not in tools  # requested, but this deployment has no such tool
+    ]
+    reply = await _choose_tools(state, ctx, deps, tools, query)
+    ai_message = reply.message if isinstance(reply.message, AIMessage) else None
+    review = _Review(state, ctx, tools, attempt, trail=reply.trail, warnings=reply.warnings)
+    if ai_message is not None:
+        review.trail.append(
+            step(state, "call_tools", "model_chose_tools",
+                 f"{len(ai_message.tool_calls)} tool call(s) proposed")
+        )
+        review.model_calls(ai_message)
+    review.fixed_calls(query)  # every requested source is read, so the report says what was
+    outcomes.extend(await asyncio.gather(*(_run(c, state, query) for c in review.calls)))
+    for _, outcome in outcomes:
+        review.trail.append(_outcome_step(state, outcome))
+    return {
+        "outcomes": [
+            {**o.model_dump(mode="json", exclude={"detail"}), "attempt": attempt, "call_id": cid}
+            for cid, o in outcomes
+        ],
+        "messages": [*_dialog(ai_message, review.calls), *review.tool_messages],
+        "queries": [query] if query not in (state.get("queries") or []) else [],
+        "rejected_calls": review.rejected,
+        "trail": review.trail,
+        "warnings": review.warnings,
+        **nonempty(usage=reply.usage),
+    }
 
-    for name in wanted:
-        if name not in tools:  # requested, but this deployment has no such tool
-            outcomes.append(
-                ("", ToolOutcome.error(name, query, "config", "source not configured"))  # type: ignore[arg-type]
-            )
 
+async def _choose_tools(
+    state: AgentState, ctx: Context, deps: Deps, tools: dict[SourceName, SourceTool], query: str
+) -> ModelReply:
+    """The model picks the searches on the first attempt, within its rounds; else no call."""
     model = deps.model(ctx)
     rounds_used = sum(
         1 for t in state.get("trail") or [] if t.get("decision") == "model_chose_tools"
     )
-    ai_message: AIMessage | None = None
-    if model is not None and attempt == 1 and tools and rounds_used < ctx.max_model_rounds:
-        try:
-            check_budget(state, ctx)
-            bound = model.bind_tools([t.as_openai_tool() for t in tools.values()])
-            ai_message = await asyncio.wait_for(
-                bound.ainvoke(
-                    [
-                        SystemMessage(
-                            ctx.call_tools_system_prompt.format(
-                                today=date.today().isoformat(), sources=", ".join(tools)
-                            )
-                        ),
-                        HumanMessage(
-                            CALL_TOOLS_USER.format(question=state["question"], query=query)
-                        ),
-                    ]
-                ),
-                # the search itself keeps its time: a slow model must not make a source look down
-                timeout=max(1.0, remaining_time(state) - search_reserve(state, ctx)),
-            )
-            assert isinstance(ai_message, AIMessage)
-            usage = usage_of(ai_message)
-            trail.append(
-                step(
-                    state,
-                    "call_tools",
-                    "model_chose_tools",
-                    f"{len(ai_message.tool_calls)} tool call(s) proposed",
-                )
-            )
-        except BudgetExhausted as exc:
-            trail.append(step(state, "call_tools", "budget_exhausted", str(exc)))
-            warnings.append(
-                {"kind": "budget_exhausted", "detail": "model budget spent; fixed routing used"}
-            )
-        except Exception:
-            log.warning("tool-choosing model call failed; fixed routing used", exc_info=True)
-            trail.append(step(state, "call_tools", "model_failed", "fixed routing used"))
-            warnings.append(
-                model_unavailable(
-                    "the search step", "every requested source was searched with the question"
-                )
-            )
-            usage = dict(FAILED_CALL)
-            ai_message = None
+    attempt = int(state.get("attempt") or 1)
+    if model is None or attempt != 1 or not tools or rounds_used >= ctx.max_model_rounds:
+        return ModelReply()
+    system = ctx.call_tools_system_prompt.format(
+        today=date.today().isoformat(), sources=", ".join(tools)
+    )
+    user = CALL_TOOLS_USER.format(question=state["question"], query=query)
+    return await ask_model(
+        model,
+        [SystemMessage(system), HumanMessage(user)],
+        state=state,
+        ctx=ctx,
+        fallback=FALLBACK,
+        tools=[t.as_openai_tool() for t in tools.values()],
+        # the search itself keeps its time: a slow model must not make a source look down
+        reserve=search_reserve(state, ctx),
+    )
 
-    chosen: set[str] = set()
-    if ai_message is not None:
+
+@dataclass
+class _Review:
+    """The calls of one attempt: the model's, checked against the allow-list, the per-attempt
+    cap and each tool's schema, then the fixed calls for the sources it left out."""
+
+    state: AgentState
+    ctx: Context
+    tools: dict[SourceName, SourceTool]
+    attempt: int
+    trail: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]
+    calls: list[Call] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    tool_messages: list[ToolMessage] = field(default_factory=list)
+    chosen: set[str] = field(default_factory=set)
+
+    def model_calls(self, ai_message: AIMessage) -> None:
         for tc in ai_message.tool_calls:
             call_id = tc.get("id") or f"call_{uuid.uuid4().hex[:8]}"
             name = tc.get("name", "")
-            reason = None
-            tool = tools.get(name)  # type: ignore[call-overload]
-            parsed: BaseModel | None = None
-            if tool is None:
-                reason = f"tool {name!r} is not allowed"
-            elif name in chosen:
-                reason = f"{name} was already called in this attempt"
-            elif len(calls) >= ctx.max_tool_calls_per_attempt:
-                reason = f"more than {ctx.max_tool_calls_per_attempt} tool calls in one attempt"
-            else:
-                try:
-                    parsed = tool.validate(dict(tc.get("args") or {}))
-                except ValidationError as exc:
-                    fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
-                    reason = f"invalid arguments for {name}: {fields}"
+            tool = self.tools.get(name)  # type: ignore[call-overload]
+            reason, parsed = self._check(name, tool, dict(tc.get("args") or {}))
             if reason is not None or tool is None or parsed is None:
-                rejected.append({"name": name, "reason": reason, "attempt": attempt})
-                tool_messages.append(
-                    ToolMessage(
-                        content=f"REJECTED: {reason}. This call was not executed.",
-                        tool_call_id=call_id,
-                        name=name or "unknown",
-                        status="error",
-                    )
-                )
-                trail.append(
-                    step(state, "call_tools", "rejected_tool_call", reason or "", tool=name)
-                )
-                warnings.append({"kind": "rejected_tool_call", "detail": reason or ""})
+                self._reject(call_id, name, reason)
                 continue
-            calls.append((call_id, tool, parsed))
-            chosen.add(name)
+            self.calls.append((call_id, tool, parsed))
+            self.chosen.add(name)
 
-    # every requested source is read, so the report can say what was and was not searched
-    for name, tool in tools.items():
-        if name in chosen:
-            continue
-        if len(calls) >= ctx.max_tool_calls_per_attempt:
-            rejected.append({"name": name, "reason": "tool-call cap reached", "attempt": attempt})
-            trail.append(
-                step(state, "call_tools", "skipped_source", "tool-call cap reached", tool=name)
-            )
-            continue
-        calls.append((f"call_{uuid.uuid4().hex[:8]}", tool, _default_args(tool, query, ctx)))
-
-    async def run(call: Call) -> tuple[str, ToolOutcome]:
-        call_id, tool, args = call
-        budget = max(0.1, min(tool.timeout_s, remaining_time(state)))
+    def _check(
+        self, name: str, tool: SourceTool | None, args: dict[str, Any]
+    ) -> tuple[str | None, BaseModel | None]:
+        """Why a proposed call may not run (None: it may), and its validated arguments."""
+        cap = self.ctx.max_tool_calls_per_attempt
+        if tool is None:
+            return f"tool {name!r} is not allowed", None
+        if name in self.chosen:
+            return f"{name} was already called in this attempt", None
+        if len(self.calls) >= cap:
+            return f"more than {cap} tool calls in one attempt", None
         try:
-            return call_id, await asyncio.wait_for(tool.run(args), timeout=budget)
-        except TimeoutError:
-            return call_id, ToolOutcome.error(
-                tool.name, str(getattr(args, "query", query)), "timeout", "question time budget"
-            )
+            return None, tool.validate(args)
+        except ValidationError as exc:
+            fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
+            return f"invalid arguments for {name}: {fields}", None
 
-    outcomes.extend(await asyncio.gather(*(run(c) for c in calls)))
+    def _reject(self, call_id: str, name: str, reason: str | None) -> None:
+        self.rejected.append({"name": name, "reason": reason, "attempt": self.attempt})
+        self.tool_messages.append(
+            ToolMessage(
+                content=f"REJECTED: {reason}. This call was not executed.",
+                tool_call_id=call_id,
+                name=name or "unknown",
+                status="error",
+            )
+        )
+        self.trail.append(
+            step(self.state, "call_tools", "rejected_tool_call", reason or "", tool=name)
+        )
+        self.warnings.append({"kind": "rejected_tool_call", "detail": reason or ""})
+
+    def fixed_calls(self, query: str) -> None:
+        for name, tool in self.tools.items():
+            if name in self.chosen:
+                continue
+            if len(self.calls) >= self.ctx.max_tool_calls_per_attempt:
+                reason = "tool-call cap reached"
+                self.rejected.append({"name": name, "reason": reason, "attempt": self.attempt})
+                self.trail.append(
+                    step(self.state, "call_tools", "skipped_source", reason, tool=name)
+                )
+                continue
+            args = _default_args(tool, query, self.ctx)
+            self.calls.append((f"call_{uuid.uuid4().hex[:8]}", tool, args))
+
+
+async def _run(call: Call, state: AgentState, query: str) -> tuple[str, ToolOutcome]:
+    call_id, tool, args = call
+    budget = max(0.1, min(tool.timeout_s, remaining_time(state)))
+    try:
+        return call_id, await asyncio.wait_for(tool.run(args), timeout=budget)
+    except TimeoutError:
+        return call_id, ToolOutcome.error(
+            tool.name, str(getattr(args, "query", query)), "timeout", "question time budget"
+        )
+
+
+def _dialog(ai_message: AIMessage | None, calls: list[Call]) -> list[AIMessage]:
+    """The calls as one assistant turn: the model's own plus the fixed ones it left out."""
     synthetic = AIMessage(
         content="",
         tool_calls=[
@@ -202,59 +222,34 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
             for cid, tool, args in calls
         ],
     )
-    messages: list[Any] = []
-    if ai_message is not None:
-        # the model's own calls plus the fixed ones it left out, as one turn of the dialog
-        messages.append(
-            AIMessage(
-                content=ai_message.content,
-                tool_calls=[
-                    *ai_message.tool_calls,
-                    *[
-                        tc
-                        for tc in synthetic.tool_calls
-                        if tc["id"] not in {t.get("id") for t in ai_message.tool_calls}
-                    ],
-                ],
-                id=ai_message.id,
-            )
+    if ai_message is None:
+        return [synthetic] if calls else []
+    made = synthetic.tool_calls
+    own = {t.get("id") for t in ai_message.tool_calls}
+    return [
+        AIMessage(
+            content=ai_message.content,
+            tool_calls=[*ai_message.tool_calls, *[tc for tc in made if tc["id"] not in own]],
+            id=ai_message.id,
         )
-    elif calls:
-        messages.append(synthetic)
-    messages.extend(tool_messages)
-    for _, outcome in outcomes:
-        trail.append(
-            step(
-                state,
-                "call_tools",
-                f"{outcome.source}:{outcome.status}",
-                _describe(outcome),
-                source=outcome.source,
-                status=outcome.status,
-                error_kind=outcome.error_kind,
-                best_score=outcome.best_score,
-                finding_count=outcome.finding_count,
-                ms=round(outcome.elapsed_ms),
-            )
-        )
-        if outcome.status == "error":
-            log.warning(
-                "source %s failed (%s): %s", outcome.source, outcome.error_kind, outcome.detail
-            )
-    update: dict[str, Any] = {
-        "outcomes": [
-            {**o.model_dump(mode="json", exclude={"detail"}), "attempt": attempt, "call_id": cid}
-            for cid, o in outcomes
-        ],
-        "messages": messages,
-        "queries": [query] if query not in (state.get("queries") or []) else [],
-        "rejected_calls": rejected,
-        "trail": trail,
-        "warnings": warnings,
-    }
-    if usage:
-        update["usage"] = usage
-    return update
+    ]
+
+
+def _outcome_step(state: AgentState, outcome: ToolOutcome) -> dict[str, Any]:
+    if outcome.status == "error":
+        log.warning("source %s failed (%s): %s", outcome.source, outcome.error_kind, outcome.detail)
+    return step(
+        state,
+        "call_tools",
+        f"{outcome.source}:{outcome.status}",
+        _describe(outcome),
+        source=outcome.source,
+        status=outcome.status,
+        error_kind=outcome.error_kind,
+        best_score=outcome.best_score,
+        finding_count=outcome.finding_count,
+        ms=round(outcome.elapsed_ms),
+    )
 
 
 def _describe(outcome: ToolOutcome) -> str:

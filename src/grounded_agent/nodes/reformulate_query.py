@@ -10,23 +10,19 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.deps import (
-    FAILED_CALL,
-    BudgetExhausted,
-    Deps,
-    ai_text,
-    call_model,
-    check_budget,
-    model_unavailable,
-    usage_of,
-)
+from grounded_agent.deps import Deps
 from grounded_agent.graph.routing import is_repeat
-from grounded_agent.nodes._common import ctx_of, step
+from grounded_agent.model_calls import Fallback, ask_model
+from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
 from grounded_agent.state import AgentState
 from grounded_agent.text import STOPWORDS, tokens
 
 log = logging.getLogger(__name__)
+
+FALLBACK = Fallback(
+    node="reformulate_query", where="the query rewrite", instead="a local rewrite was used"
+)
 
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}
 
@@ -48,58 +44,29 @@ async def reformulate_query(
     tried = list(state.get("queries") or [])
     attempt = int(state.get("attempt") or 1)
     model = deps.model(ctx)
-    usage: dict[str, int] = {}
     rewrite, how = "", "local"
-    failed_model = False
+    update: dict[str, Any] = {}  # usage and warnings of the model call
     if model is not None:
-        try:
-            check_budget(state, ctx)
-            reply = await call_model(
-                model,
-                [
-                    SystemMessage(ctx.reformulate_query_system_prompt),
-                    HumanMessage(
-                        REFORMULATE_QUERY_USER.format(question=question, queries="\n".join(tried))
-                    ),
-                ],
-                state,
-            )
-            usage = usage_of(reply)
-            rewrite = re.sub(r"\s+", " ", ai_text(reply)).strip().strip('"')[:300]
+        messages = [
+            SystemMessage(ctx.reformulate_query_system_prompt),
+            HumanMessage(REFORMULATE_QUERY_USER.format(question=question, queries="\n".join(tried))),
+        ]
+        reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK)
+        rewrite = re.sub(r"\s+", " ", reply.text).strip().strip('"')[:300]
+        if reply.message is not None:
             how = "model"
-        except BudgetExhausted as exc:
-            how = f"local (model budget spent: {exc})"
-        except Exception:
-            log.warning("reformulation call failed; using the local rewrite", exc_info=True)
+        elif reply.exhausted is not None:
+            how = f"local (model budget spent: {reply.exhausted})"
+        else:
             how = "local (model call failed)"
-            usage = dict(FAILED_CALL)
-            failed_model = True
+        update = nonempty(usage=reply.usage, warnings=reply.warnings)
     if not rewrite:
         rewrite = local_rewrite(question, tried)
     if is_repeat(rewrite, tried):
         # the same search again cannot find anything new: no second attempt is spent on it
-        update: dict[str, Any] = {
-            "query": rewrite,
-            "trail": [
-                step(
-                    state,
-                    "reformulate_query",
-                    "rewrite_repeats_query",
-                    f"{how}: {rewrite!r} was already searched",
-                    query=rewrite,
-                )
-            ],
-        }
+        decision, detail = "rewrite_repeats_query", f"{how}: {rewrite!r} was already searched"
     else:
-        update = {
-            "attempt": attempt + 1,
-            "query": rewrite,
-            "trail": [
-                step(state, "reformulate_query", "rewrite", f"{how}: {rewrite}", query=rewrite)
-            ],
-        }
-    if usage:
-        update["usage"] = usage
-    if failed_model:
-        update["warnings"] = [model_unavailable("the query rewrite", "a local rewrite was used")]
-    return update
+        decision, detail = "rewrite", f"{how}: {rewrite}"
+        update["attempt"] = attempt + 1
+    entry = step(state, "reformulate_query", decision, detail, query=rewrite)
+    return {**update, "query": rewrite, "trail": [entry]}

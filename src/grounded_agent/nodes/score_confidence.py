@@ -9,7 +9,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.deps import Deps, model_unavailable
+from grounded_agent.deps import Deps
+from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
@@ -22,6 +23,12 @@ log = logging.getLogger(__name__)
 PARSE_TRIES = 2
 """The structured call is tried once more when its output cannot be parsed, then LOW."""
 
+FALLBACK = Fallback(
+    node="score_confidence",
+    where="the confidence check",
+    instead="the local scorer judged the evidence",
+)
+
 
 async def score_confidence(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
@@ -30,67 +37,41 @@ async def score_confidence(
     question = str(state["question"])
     evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
     model = deps.model(ctx)
+    def local() -> Confidence:
+        return local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
+
     verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
         return _done(state, conf, f"model call skipped: {why}", "deterministic")
     if model is None:
-        conf = offline_verdict(
-            local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
-        )
+        conf = offline_verdict(local())
         return _done(state, conf, conf.reason, "local_scorer")
 
     usage: dict[str, int] = {}
-    # the tool dialog itself carries the evidence and each source's status, errors included
-    messages = [
-        SystemMessage(ctx.score_confidence_system_prompt),
-        HumanMessage(f"<question>\n{question}\n</question>"),
-        *(state.get("messages") or []),
-        HumanMessage(SCORE_CONFIDENCE_USER.format(question=question, usable=len(evidence))),
-    ]
     # function calling, json_schema or JSON text, whichever this server takes (structured.py)
     outcome = await structured_call(
         model,
         ConfidenceJudgement,
-        messages,
+        _messages(state, ctx, question, len(evidence)),
         state=state,
         ctx=ctx,
         usage=usage,
         parse_tries=PARSE_TRIES,
     )
-    if outcome.exhausted is not None:
-        conf = local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
-        return _done(
-            state,
-            conf,
-            f"model budget spent ({outcome.exhausted}); local scorer used",
-            "local_scorer",
-            usage,
-        )
+    if outcome.exhausted is not None:  # no warning: the trail says why the model was not asked
+        detail = f"model budget spent ({outcome.exhausted}); local scorer used"
+        return _done(state, local(), detail, "local_scorer", usage)
     if outcome.failure is not None:
         # a broken service is not asked again, and its failure is no judgement on the evidence
-        log.warning("confidence call failed; local scorer used", exc_info=outcome.failure)
-        conf = without_the_model(
-            local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
-        )
-        update = _done(
-            state,
-            conf,
-            f"model unreachable; local scorer: {conf.reason}",
-            "local_scorer",
-            usage,
-        )
-        update["warnings"] = [
-            model_unavailable("the confidence check", "the local scorer judged the evidence")
-        ]
-        return update
+        conf = without_the_model(local())
+        detail = f"model unreachable; local scorer: {conf.reason}"
+        warnings, _ = FALLBACK.report(state, failure=outcome.failure)
+        return {**_done(state, conf, detail, "local_scorer", usage), "warnings": warnings}
     parsed = outcome.parsed
     if parsed is not None:
-        conf = Confidence(
-            level=parsed.level,
-            reason=parsed.reason,
-            can_answer=parsed.can_answer and parsed.level in ("HIGH", "MEDIUM"),
-        )
+        can_answer = parsed.can_answer and parsed.level in ("HIGH", "MEDIUM")
+        conf = Confidence(level=parsed.level, reason=parsed.reason, can_answer=can_answer)
         return _done(state, conf, parsed.reason, "model", usage)
     log.warning("confidence output could not be read (%s)", ", ".join(outcome.tried))
     conf = Confidence(
@@ -99,6 +80,16 @@ async def score_confidence(
         reason="the confidence judgement could not be read; treated as LOW",
     )
     return _done(state, conf, conf.reason, "unparseable", usage)
+
+
+def _messages(state: AgentState, ctx: Context, question: str, usable: int) -> list[Any]:
+    """The tool dialog itself carries the evidence and each source's status, errors included."""
+    return [
+        SystemMessage(ctx.score_confidence_system_prompt),
+        HumanMessage(f"<question>\n{question}\n</question>"),
+        *(state.get("messages") or []),
+        HumanMessage(SCORE_CONFIDENCE_USER.format(question=question, usable=usable)),
+    ]
 
 
 def offline_verdict(conf: Confidence) -> Confidence:
