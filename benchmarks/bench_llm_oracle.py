@@ -83,7 +83,8 @@ def judge_row(row: dict[str, Any], draft: dict[str, Any] | None) -> dict[str, bo
         if got is None:
             continue
         ids = {cited[n - 1] for n in got if 1 <= n <= len(cited)}
-        if ids - set(item["doc_ids"]):
+        # a source the double could not map to a document gets no verdict
+        if None not in item["doc_ids"] and ids - set(item["doc_ids"]):
             out["misattributed"] = True
         if i == 0 and draft.get("correct") and draft["gold_doc_id"] in ids:
             out["reached"] = True
