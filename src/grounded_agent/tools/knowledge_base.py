@@ -13,7 +13,8 @@ from grounded_agent.schemas import ToolOutcome
 from grounded_agent.tools.base import SourceTool
 
 if TYPE_CHECKING:
-    from grounded_agent.store.vectorstore import KnowledgeStore, SearchFilters
+    from grounded_agent.store.records import SearchFilters
+    from grounded_agent.store.vectorstore import KnowledgeStore
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class KnowledgeBaseArgs(BaseModel):
         return self
 
     def filters(self) -> SearchFilters | None:
-        from grounded_agent.store.vectorstore import SearchFilters
+        from grounded_agent.store.records import SearchFilters
 
         if not (self.language or self.doc_ids or self.date_from or self.date_to):
             return None
