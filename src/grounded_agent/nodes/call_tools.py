@@ -186,13 +186,7 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
 
     async def run(call: Call) -> tuple[str, ToolOutcome]:
         call_id, tool, args = call
-        budget = max(0.1, min(tool.timeout_s, remaining_time(state)))
-        try:
-            return call_id, await asyncio.wait_for(tool.run(args), timeout=budget)
-        except TimeoutError:
-            return call_id, ToolOutcome.error(
-                tool.name, str(getattr(args, "query", query)), "timeout", "question time budget"
-            )
+        return call_id, await tool.run(args, budget_s=remaining_time(state))
 
     outcomes.extend(await asyncio.gather(*(run(c) for c in calls)))
     synthetic = AIMessage(
