@@ -130,6 +130,7 @@ class Deps:
         return {n: t for n, t in cached.items() if n in names}
 
     def _default_tools(self, ctx: Context) -> dict[SourceName, SourceTool]:
+        from grounded_agent.store.relevance import CalibratedRelevance
         from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
         from grounded_agent.tools.web_search import make_web_search_tool
         from grounded_agent.tools.wikipedia import make_wikipedia_tool
@@ -144,14 +145,17 @@ class Deps:
                 store.embeddings.embed_query("warm-up")
             except Exception:  # the search itself will report what is wrong
                 log.warning("embedding model warm-up failed", exc_info=True)
+        # web and Wikipedia passages: the same embeddings and calibration, with general-language
+        # term rarity instead of the knowledge base's statistics (no database round trip)
+        outside = CalibratedRelevance(store.embeddings, stats=None)
         # the tools classify with their default thresholds; check_grounding applies the run's
         return {
             "knowledge_base": make_knowledge_base_tool(store, timeout_s=ctx.tool_timeout_s),
             "wikipedia": make_wikipedia_tool(
-                store.relevance, language=ctx.wikipedia_language, timeout_s=ctx.tool_timeout_s
+                outside, language=ctx.wikipedia_language, timeout_s=ctx.tool_timeout_s
             ),
             "web": make_web_search_tool(
-                store.relevance,
+                outside,
                 api_key=None,  # read from TAVILY_API_KEY at each call, never stored
                 timeout_s=ctx.tool_timeout_s,
             ),

@@ -203,14 +203,10 @@ class _Review:
 
 
 async def _run(call: Call, state: AgentState, query: str) -> tuple[str, ToolOutcome]:
+    """One call within what the question has left; the tool's own layer applies its timeout and
+    turns every failure into an outcome (tools/base.guarded)."""
     call_id, tool, args = call
-    budget = max(0.1, min(tool.timeout_s, remaining_time(state)))
-    try:
-        return call_id, await asyncio.wait_for(tool.run(args), timeout=budget)
-    except TimeoutError:
-        return call_id, ToolOutcome.error(
-            tool.name, str(getattr(args, "query", query)), "timeout", "question time budget"
-        )
+    return call_id, await tool.run(args, budget_s=remaining_time(state))
 
 
 def _dialog(ai_message: AIMessage | None, calls: list[Call]) -> list[AIMessage]:

@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from grounded_agent.store.errors import StoreError
-from grounded_agent.store.vectorstore import ChunkRecord, DocumentRecord, passage_text
+from grounded_agent.store.records import ChunkRecord, DocumentRecord, passage_text
 
 if TYPE_CHECKING:
     from grounded_agent.store.vectorstore import KnowledgeStore

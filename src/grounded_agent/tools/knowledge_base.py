@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grounded_agent.schemas import ToolOutcome
-from grounded_agent.tools.base import SourceTool
+from grounded_agent.tools._retry import Failure
+from grounded_agent.tools.base import SourceTool, default_classify, guarded
 
 if TYPE_CHECKING:
-    from grounded_agent.store.vectorstore import KnowledgeStore, SearchFilters
+    from grounded_agent.store.records import SearchFilters
+    from grounded_agent.store.vectorstore import KnowledgeStore
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ class KnowledgeBaseArgs(BaseModel):
         return self
 
     def filters(self) -> SearchFilters | None:
-        from grounded_agent.store.vectorstore import SearchFilters
+        from grounded_agent.store.records import SearchFilters
 
         if not (self.language or self.doc_ids or self.date_from or self.date_to):
             return None
@@ -65,6 +67,42 @@ class KnowledgeBaseArgs(BaseModel):
             date_from=self.date_from,
             date_to=self.date_to,
         )
+
+
+def _store_failure(exc: Exception) -> Failure:
+    """A store that cannot be reached is "unavailable"; its timeouts are "timeout" (default)."""
+    from grounded_agent.store.errors import StoreUnavailable
+
+    if isinstance(exc, StoreUnavailable):
+        log.warning("knowledge_base unavailable: %s", exc)
+        return Failure("unavailable", False, str(exc))
+    return default_classify("knowledge_base")(exc)
+
+
+async def _read(
+    store: KnowledgeStore,
+    query: str,
+    k: int,
+    filters: SearchFilters | None,
+    found_threshold: float,
+    low_threshold: float,
+) -> ToolOutcome:
+    """One knowledge-base read; raises what the store raises (see `_store_failure`)."""
+    started = time.perf_counter()
+
+    def elapsed() -> float:
+        return (time.perf_counter() - started) * 1000
+
+    items = await store.asearch(query, k=k, filters=filters)
+    return ToolOutcome.from_items(
+        "knowledge_base",
+        query,
+        items,
+        found_threshold=found_threshold,
+        low_threshold=low_threshold,
+        elapsed_ms=elapsed(),
+        ranked=True,  # the store orders by which passage answers, not by relevance alone
+    )
 
 
 async def search_knowledge_base(
@@ -77,32 +115,12 @@ async def search_knowledge_base(
     low_threshold: float = 0.55,
 ) -> ToolOutcome:
     """One knowledge-base read as a ToolOutcome; a failed read is an error, never "no results"."""
-    from grounded_agent.store.errors import StoreTimeout, StoreUnavailable
-
-    started = time.perf_counter()
-
-    def elapsed() -> float:
-        return (time.perf_counter() - started) * 1000
-
-    try:
-        items = await store.asearch(query, k=k, filters=filters)
-    except TimeoutError as exc:  # StoreTimeout included
-        log.warning("knowledge_base timed out: %s", exc)
-        detail = str(exc) if isinstance(exc, StoreTimeout) else "timeout"
-        return ToolOutcome.error("knowledge_base", query, "timeout", detail, elapsed_ms=elapsed())
-    except StoreUnavailable as exc:
-        log.warning("knowledge_base unavailable: %s", exc)
-        return ToolOutcome.error(
-            "knowledge_base", query, "unavailable", str(exc), elapsed_ms=elapsed()
-        )
-    return ToolOutcome.from_items(
+    return await guarded(
         "knowledge_base",
         query,
-        items,
-        found_threshold=found_threshold,
-        low_threshold=low_threshold,
-        elapsed_ms=elapsed(),
-        ranked=True,  # the store orders by which passage answers, not by relevance alone
+        lambda: _read(store, query, k, filters, found_threshold, low_threshold),
+        timeout_s=None,
+        classify=_store_failure,
     )
 
 
@@ -116,13 +134,8 @@ def make_knowledge_base_tool(
     """The allow-listed knowledge_base tool bound to `store`."""
 
     async def run(args: KnowledgeBaseArgs) -> ToolOutcome:
-        return await search_knowledge_base(
-            store,
-            args.query,
-            k=args.k,
-            filters=args.filters(),
-            found_threshold=found_threshold,
-            low_threshold=low_threshold,
+        return await _read(
+            store, args.query, args.k, args.filters(), found_threshold, low_threshold
         )
 
     return SourceTool(
@@ -131,4 +144,5 @@ def make_knowledge_base_tool(
         args_schema=KnowledgeBaseArgs,
         func=run,
         timeout_s=timeout_s,
+        classify=_store_failure,
     )

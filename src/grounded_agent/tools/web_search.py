@@ -241,20 +241,42 @@ async def search_web(
     kind ("unavailable" or "timeout"). A body that is not a /search response: "bad_response".
     The key never reaches a log line, an exception text or the outcome.
     """
+    tool = make_web_search_tool(
+        scorer,
+        api_key=api_key,
+        timeout_s=timeout_s,
+        found_threshold=found_threshold,
+        low_threshold=low_threshold,
+        max_retries=max_retries,
+        backoff_s=backoff_s,
+        base_url=base_url,
+    )
+    # the caller's arguments as they are (no schema limits): the tool's run, without validation
+    args = WebSearchArgs.model_construct(
+        query=query, max_results=max_results, topic=topic, time_range=time_range
+    )
+    return await tool.run(args)
+
+
+async def _search(
+    args: WebSearchArgs,
+    *,
+    scorer: RelevanceScorer,
+    secret: str,
+    timeout_s: float,
+    found_threshold: float,
+    low_threshold: float,
+    policy: RetryPolicy,
+    base_url: str,
+) -> ToolOutcome:
+    """One search with its retries; raises SourceFailure for a classified failure."""
+    query = args.query
     started = time.perf_counter()
 
     def elapsed() -> float:
         return (time.perf_counter() - started) * 1000
 
-    key = resolve_key(api_key)
-    if key is None:
-        log.warning("web search skipped: no Tavily API key configured")
-        return ToolOutcome.error(
-            "web", query, "config", "no Tavily API key (pass api_key or set TAVILY_API_KEY)"
-        )
-    secret = key.get_secret_value()
     last = _LastResponse()
-    policy = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s)
 
     async def attempt(remaining: float) -> _TavilySearchResponse:
         last.reset()
@@ -262,9 +284,9 @@ async def search_web(
             await tavily.search(
                 query,
                 search_depth="basic",
-                topic=topic,
-                time_range=time_range,
-                max_results=max_results,
+                topic=args.topic,
+                time_range=args.time_range,
+                max_results=args.max_results,
                 include_answer=False,
                 include_raw_content=False,
                 include_images=False,
@@ -276,36 +298,21 @@ async def search_web(
             raise SourceFailure(Failure("bad_response", False, f"unexpected HTTP {last.status}"))
         return _parse_body(last.body)
 
-    try:
-        async with httpx.AsyncClient(
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {secret}"},
-            event_hooks={"response": [last.record]},
-        ) as http:
-            tavily = AsyncTavilyClient(api_key=secret, client=http)
-            parsed = await run_with_retries(
-                attempt,
-                classify=lambda exc: _classify(exc, last, secret),
-                policy=policy,
-                budget_s=timeout_s,
-                label="web search",
-            )
-        # scoring embeds the passages and reads term statistics: blocking work, off the loop
-        items = await asyncio.to_thread(_findings, query, parsed, scorer, topic)
-    except SourceFailure as exc:
-        f = exc.failure
-        return ToolOutcome.error(
-            "web", query, f.kind, redact(f.detail, secret), elapsed_ms=elapsed()
+    async with httpx.AsyncClient(
+        base_url=base_url,
+        headers={"Authorization": f"Bearer {secret}"},
+        event_hooks={"response": [last.record]},
+    ) as http:
+        tavily = AsyncTavilyClient(api_key=secret, client=http)
+        parsed = await run_with_retries(
+            attempt,
+            classify=lambda exc: _classify(exc, last, secret),
+            policy=policy,
+            budget_s=timeout_s,
+            label="web search",
         )
-    except Exception as exc:  # a tool never raises into the graph
-        log.error("web search failed unexpectedly: %s", redact(type(exc).__name__, secret))
-        return ToolOutcome.error(
-            "web",
-            query,
-            "unknown",
-            short(redact(f"{type(exc).__name__}: {exc}", secret)),
-            elapsed_ms=elapsed(),
-        )
+    # scoring embeds the passages: blocking work, off the loop
+    items = await asyncio.to_thread(_findings, query, parsed, scorer, args.topic)
     log.debug("web search: %d results", len(items))
     return ToolOutcome.from_items(
         "web",
@@ -326,25 +333,41 @@ def make_web_search_tool(
     low_threshold: float = 0.55,
     max_retries: int = 2,
     backoff_s: float = 0.5,
+    base_url: str = TAVILY_BASE_URL,
 ) -> SourceTool:
     """The allow-listed "web" tool. Without `api_key`, TAVILY_API_KEY is read at each call, so a
-    key set later is picked up and a missing key is reported as a config error, not a crash."""
+    key set later is picked up and a missing key is reported as a config error, not a crash.
+    `timeout_s` bounds the retries; the tool's timeout sits a little above it to cover scoring.
+    Failures keep their kind; the key is redacted from every detail and log line."""
     held = SecretStr(api_key) if isinstance(api_key, str) else api_key
+    policy = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s)
 
     async def web(args: WebSearchArgs) -> ToolOutcome:
-        return await search_web(
-            args.query,
+        key = resolve_key(held)
+        if key is None:
+            log.warning("web search skipped: no Tavily API key configured")
+            return ToolOutcome.error(
+                "web", args.query, "config", "no Tavily API key (pass api_key or set TAVILY_API_KEY)"
+            )
+        return await _search(
+            args,
             scorer=scorer,
-            api_key=held,
-            max_results=args.max_results,
-            topic=args.topic,
-            time_range=args.time_range,
+            secret=key.get_secret_value(),
             timeout_s=timeout_s,
             found_threshold=found_threshold,
             low_threshold=low_threshold,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
+            policy=policy,
+            base_url=base_url,
         )
+
+    def classify(exc: Exception) -> Failure:
+        key = resolve_key(held)  # the key of the call that failed (read again, never stored)
+        secret = key.get_secret_value() if key else ""
+        if isinstance(exc, SourceFailure):
+            f = exc.failure
+            return Failure(f.kind, f.retryable, redact(f.detail, secret))
+        log.error("web search failed unexpectedly: %s", redact(type(exc).__name__, secret))
+        return Failure("unknown", False, short(redact(f"{type(exc).__name__}: {exc}", secret)))
 
     return SourceTool(
         name="web",
@@ -352,4 +375,5 @@ def make_web_search_tool(
         args_schema=WebSearchArgs,
         func=web,
         timeout_s=timeout_s + 2.0,
+        classify=classify,
     )

@@ -36,7 +36,7 @@ from grounded_agent.tools._retry import (
     short,
     with_detail,
 )
-from grounded_agent.tools.base import RelevanceScorer, SourceTool
+from grounded_agent.tools.base import RelevanceScorer, SourceTool, default_classify, guarded
 
 log = logging.getLogger(__name__)
 
@@ -551,16 +551,37 @@ async def search_wikipedia(
     not_found with a finding_count); anything that stopped the read is an error outcome whose
     error_kind says why and whose finding_count is None.
     """
-    started = time.perf_counter()
+    settings = _settings(
+        query,
+        language,
+        max_pages,
+        found_threshold,
+        low_threshold,
+        search_results=search_results,
+        search_page_size=search_page_size,
+        passages_per_page=passages_per_page,
+    )
+    return await guarded(
+        "wikipedia",
+        query,
+        lambda: _search(settings, scorer, timeout_s),
+        timeout_s=timeout_s,
+        classify=_wikipedia_failure,
+    )
 
-    def elapsed() -> float:
-        return (time.perf_counter() - started) * 1000
 
-    if not _LANGUAGE.match(language):
-        return ToolOutcome.error(
-            "wikipedia", query, "config", f"invalid language code {language!r}"
-        )
-    settings = _Settings(
+def _settings(
+    query: str,
+    language: str,
+    max_pages: int,
+    found_threshold: float,
+    low_threshold: float,
+    *,
+    search_results: int = 10,
+    search_page_size: int = 10,
+    passages_per_page: int = 3,
+) -> _Settings:
+    return _Settings(
         query,
         language,
         max_pages,
@@ -570,41 +591,35 @@ async def search_wikipedia(
         max(1, search_page_size),
         max(1, passages_per_page),
     )
+
+
+async def _search(settings: _Settings, scorer: RelevanceScorer, timeout_s: float) -> ToolOutcome:
+    """The read itself, in a worker thread; raises SourceFailure for a classified failure."""
+    if not _LANGUAGE.match(settings.language):
+        raise SourceFailure(
+            Failure("config", False, f"invalid language code {settings.language!r}")
+        )
+    started = time.perf_counter()
     deadline = time.monotonic() + timeout_s
-    try:
-        items = await asyncio.wait_for(
-            asyncio.to_thread(_read, settings, scorer, deadline), timeout=timeout_s
-        )
-    except SourceFailure as exc:
-        f = exc.failure
-        log.warning("wikipedia(%s) failed (%s): %s", language, f.kind, f.detail)
-        return ToolOutcome.error("wikipedia", query, f.kind, f.detail, elapsed_ms=elapsed())
-    except TimeoutError:
-        log.warning("wikipedia(%s) timed out after %.1fs", language, timeout_s)
-        return ToolOutcome.error(
-            "wikipedia",
-            query,
-            "timeout",
-            f"no answer within {timeout_s:.1f}s",
-            elapsed_ms=elapsed(),
-        )
-    except Exception as exc:  # a tool never raises into the graph
-        log.exception("wikipedia(%s) failed unexpectedly", language)
-        return ToolOutcome.error(
-            "wikipedia",
-            query,
-            "unknown",
-            short(f"{type(exc).__name__}: {exc}"),
-            elapsed_ms=elapsed(),
-        )
+    items = await asyncio.to_thread(_read, settings, scorer, deadline)
     return ToolOutcome.from_items(
         "wikipedia",
-        query,
+        settings.query,
         items,
-        found_threshold=found_threshold,
-        low_threshold=low_threshold,
-        elapsed_ms=elapsed(),
+        found_threshold=settings.found_threshold,
+        low_threshold=settings.low_threshold,
+        elapsed_ms=(time.perf_counter() - started) * 1000,
     )
+
+
+def _wikipedia_failure(exc: Exception) -> Failure:
+    if isinstance(exc, SourceFailure):
+        log.warning("wikipedia failed (%s): %s", exc.failure.kind, exc.failure.detail)
+        return exc.failure
+    if isinstance(exc, TimeoutError):
+        return default_classify("wikipedia")(exc)
+    log.exception("wikipedia failed unexpectedly", exc_info=exc)
+    return Failure("unknown", False, short(f"{type(exc).__name__}: {exc}"))
 
 
 def make_wikipedia_tool(
@@ -615,24 +630,17 @@ def make_wikipedia_tool(
     found_threshold: float = 0.75,
     low_threshold: float = 0.55,
 ) -> SourceTool:
-    """The allow-listed "wikipedia" tool. Its SourceTool timeout sits a little above `timeout_s`
-    so the tool's own, more precise timeout outcome is the one reported."""
+    """The allow-listed "wikipedia" tool: one read of at most `timeout_s`."""
 
     async def wikipedia(args: WikipediaArgs) -> ToolOutcome:
-        return await search_wikipedia(
-            args.query,
-            scorer=scorer,
-            language=language,
-            max_pages=args.max_pages,
-            timeout_s=timeout_s,
-            found_threshold=found_threshold,
-            low_threshold=low_threshold,
-        )
+        settings = _settings(args.query, language, args.max_pages, found_threshold, low_threshold)
+        return await _search(settings, scorer, timeout_s)
 
     return SourceTool(
         name="wikipedia",
         description=WIKIPEDIA_DESCRIPTION,
         args_schema=WikipediaArgs,
         func=wikipedia,
-        timeout_s=timeout_s + 2.0,
+        timeout_s=timeout_s,
+        classify=_wikipedia_failure,
     )
