@@ -35,6 +35,9 @@ from grounded_agent.evaluation.grading import contains_answer
 from grounded_agent.evaluation.harness import aingest, open_eval_store
 from grounded_agent.extractive import extractive_draft
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibrate_relevance import fit_logistic
+
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 
 
@@ -65,16 +68,6 @@ async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context
         out.append((signal_row(s), int(right), q.kind))
     await store.aclose()
     return out
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, sw: np.ndarray, l2: float = 1e-2) -> np.ndarray:
-    a = np.c_[x, np.ones(len(x))]
-    w = np.zeros(a.shape[1])
-    for _ in range(60):
-        p = 1 / (1 + np.exp(-a @ w))
-        hess = a.T @ (a * (sw * p * (1 - p))[:, None]) + l2 * np.eye(a.shape[1])
-        w -= np.linalg.solve(hess, a.T @ (sw * (p - y)) + l2 * w)
-    return w
 
 
 def credited(p: np.ndarray, y: np.ndarray, kinds: list[str], cut: float) -> float:
