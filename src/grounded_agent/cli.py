@@ -1,4 +1,4 @@
-"""The command line: ask, ingest, demo, serve, eval."""
+"""The command line: ask, ingest, demo, serve."""
 
 from __future__ import annotations
 
@@ -240,12 +240,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from grounded_agent.evaluation.cli import run_eval
-
-    return run_eval(args)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grounded-agent", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log each node decision")
@@ -275,12 +269,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)
-
-    ev = sub.add_parser("eval", help="grounding evaluation on SQuAD-derived data")
-    from grounded_agent.evaluation.cli import add_arguments
-
-    add_arguments(ev)
-    ev.set_defaults(func=cmd_eval)
     return parser
 
 
