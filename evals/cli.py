@@ -308,7 +308,7 @@ async def _arun_set(
     from evals.harness import aingest, awarm_up, open_eval_store
     from evals.report import summarise_seeds
     from grounded_agent.context import Context
-    from grounded_agent.deps import _AUTO, llm_configured
+    from grounded_agent.deps import AUTO, llm_configured
     from grounded_agent.graph.builder import build_graph
 
     offline = args.offline or not llm_configured()
@@ -329,7 +329,7 @@ async def _arun_set(
         if args.low_threshold is not None:
             kwargs["low_threshold"] = args.low_threshold
         ctx = Context(sources=["knowledge_base"], **kwargs)
-        graph = build_graph(chat_model=None if offline else _AUTO, store=store)
+        graph = build_graph(chat_model=None if offline else AUTO, store=store)
         counts = await _acounts(store)
         base_meta = {
             "set": spec.label,

@@ -11,7 +11,7 @@ from grounded_agent.context import MAX_ATTEMPTS
 def can_requery(state: Mapping[str, Any]) -> bool:
     """Another attempt is allowed and could help: a source was read and none of it was broken only."""
     attempt = int(state.get("attempt") or 1)
-    cap = min(int(state.get("attempt_cap") or MAX_ATTEMPTS), MAX_ATTEMPTS)
+    cap = min(int(state.get("attempt_cap") or MAX_ATTEMPTS), MAX_ATTEMPTS)  # the hard cap, whatever the state says
     if attempt >= cap:
         return False
     return any(o.get("status") != "error" for o in state.get("outcomes") or [])

@@ -10,7 +10,12 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from grounded_agent.context import CLIENT_CONFIGURABLE, Context, context_from_config
+from grounded_agent.context import (
+    CLIENT_CONFIGURABLE,
+    MAX_ATTEMPTS,
+    Context,
+    context_from_config,
+)
 from grounded_agent.schemas import ToolOutcome
 
 log = logging.getLogger("grounded_agent.decisions")
@@ -39,7 +44,7 @@ def step(
     record = {
         "run_id": state.get("run_id"),
         "node": node,
-        "attempt": f"{attempt}/2",
+        "attempt": f"{attempt}/{state.get('attempt_cap') or MAX_ATTEMPTS}",
         "decision": decision,
         **fields,
     }

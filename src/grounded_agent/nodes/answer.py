@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.citations import MARKER, Checked, check_answer
-from grounded_agent.context import Context
+from grounded_agent.context import MAX_ATTEMPTS, Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.model_calls import Fallback, ModelReply, ask_model
@@ -303,7 +303,7 @@ def _stop_reason(state: AgentState, confidence: Confidence, failed: Sequence[str
     if confidence.level == "NOT_RELEVANT":
         return "evidence not relevant: re-querying cannot conjure a missing document"
     if (
-        int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or 2)
+        int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or MAX_ATTEMPTS)
         and not confidence.can_answer
     ):
         return "attempt limit reached"

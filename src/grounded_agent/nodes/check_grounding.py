@@ -1,4 +1,4 @@
-"""Grounding check: classify each outcome by threshold, tell the model plainly what each one means."""
+"""Grounding check: what the classified outcomes add up to, told to the model plainly per call."""
 
 from __future__ import annotations
 
@@ -10,18 +10,11 @@ from langgraph.runtime import Runtime
 from grounded_agent.context import Context
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.prompts.sources import render_passages
-from grounded_agent.schemas import Finding, ToolOutcome, classify
-from grounded_agent.state import AgentState, fresh
+from grounded_agent.schemas import Finding, ToolOutcome
+from grounded_agent.state import AgentState
 
 MAX_EVIDENCE = 8
 """Passages kept as evidence for scoring and answering, best first."""
-
-
-def reclassify(outcome: ToolOutcome, found: float, low: float) -> ToolOutcome:
-    """Applies this run's thresholds; errors stay errors, whatever their items."""
-    if outcome.status == "error":
-        return outcome
-    return outcome.model_copy(update={"status": classify(outcome.items, found, low)})
 
 
 def tool_message_text(outcome: ToolOutcome, low: float) -> str:
@@ -69,11 +62,7 @@ async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[
     ctx = ctx_of(runtime)
     attempt = int(state.get("attempt") or 1)
     raw = list(state.get("outcomes") or [])
-    outcomes = [reclassify(o, ctx.found_threshold, ctx.low_threshold) for o in outcomes_of(state)]
-    reclassified = [
-        {**o.model_dump(mode="json"), "attempt": r.get("attempt"), "call_id": r.get("call_id")}
-        for o, r in zip(outcomes, raw, strict=True)
-    ]
+    outcomes = outcomes_of(state)  # classified once, by the run's thresholds, in call_tools
     current = [(o, r) for o, r in zip(outcomes, raw, strict=True) if r.get("attempt") == attempt]
     messages = [
         ToolMessage(
@@ -101,7 +90,6 @@ async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[
         f"{ctx.low_threshold:.2f}" + (f"; failed: {', '.join(failed)}" if failed else ""),
     }[grounding]
     return {
-        "outcomes": fresh(reclassified),
         "messages": messages,
         "evidence": [e.model_dump(mode="json") for e in evidence],
         "grounding": grounding,
