@@ -21,7 +21,8 @@ from grounded_agent.nodes.check_grounding import check_grounding
 from grounded_agent.nodes.prepare_question import prepare_question
 from grounded_agent.nodes.reformulate_query import reformulate_query
 from grounded_agent.nodes.score_confidence import score_confidence
-from grounded_agent.state import AgentState, InputState, OutputState
+from grounded_agent.schemas import AgentResult
+from grounded_agent.state import AgentState, InputState
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -58,7 +59,7 @@ def compile_graph(
 ) -> CompiledStateGraph[Any, Context, Any, Any]:
     """The wiring, over parts held in `deps` (shared by the default graph and its threads)."""
     builder = StateGraph(
-        AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
+        AgentState, context_schema=Context, input_schema=InputState, output_schema=AgentResult
     )
     builder.add_node("prepare_question", partial(prepare_question, deps=deps))
     builder.add_node("call_tools", partial(call_tools, deps=deps))
