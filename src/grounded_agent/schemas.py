@@ -175,6 +175,17 @@ class ToolOutcome(BaseModel):
         )
 
 
+class ToolCallRecord(BaseModel):
+    """A tool outcome as the graph keeps it: the attempt and the call that produced it ("" for a
+    requested source that no call reached). Technical details stay in the logs, not in state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    call_id: str = ""
+    outcome: ToolOutcome
+
+
 def classify(items: list[Finding], thresholds: Thresholds) -> OutcomeStatus:
     """found / low_relevance / not_found by the best calibrated score of a completed read."""
     best = max((i.score for i in items), default=None)

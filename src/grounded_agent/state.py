@@ -12,7 +12,14 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from grounded_agent.schemas import AnswerStatus
+from grounded_agent.schemas import (
+    AnswerStatus,
+    Citation,
+    Confidence,
+    Finding,
+    SourceReport,
+    ToolCallRecord,
+)
 
 Grounding = Literal["usable", "all_failed", "nothing_usable"]
 """What check_grounding found: usable evidence, every source failed, or nothing usable."""
@@ -67,7 +74,7 @@ class AgentState(TypedDict, total=False):
 
     # input
     question: str
-    sources: list[Any] | None
+    sources: list[str] | list[SourceReport] | None
     language: str | None
     # per turn
     run_id: str
@@ -77,17 +84,17 @@ class AgentState(TypedDict, total=False):
     attempt_cap: int
     query: str
     queries: Annotated[list[str], extend_or_reset]
-    outcomes: Annotated[list[dict[str, Any]], extend_or_reset]
+    outcomes: Annotated[list[ToolCallRecord], extend_or_reset]
     rejected_calls: Annotated[list[dict[str, Any]], extend_or_reset]
     messages: Annotated[list[AnyMessage], replace_messages]
-    evidence: list[dict[str, Any]]
+    evidence: list[Finding]
     grounding: Grounding
-    confidence: dict[str, Any]
+    confidence: Confidence
     offline: bool
     # output
     status: AnswerStatus
     answer: str
-    citations: list[dict[str, Any]]
+    citations: list[Citation]
     attempts: int
     warnings: Annotated[list[dict[str, Any]], extend_or_reset]
     trail: Annotated[list[dict[str, Any]], extend_or_reset]

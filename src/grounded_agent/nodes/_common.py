@@ -60,16 +60,11 @@ def nonempty(**fields: Any) -> dict[str, Any]:
 
 def outcomes_of(state: Mapping[str, Any], attempt: int | None = None) -> list[ToolOutcome]:
     """The tool outcomes in state, optionally of one attempt only."""
-    out = []
-    for raw in state.get("outcomes") or []:
-        if attempt is not None and raw.get("attempt") != attempt:
-            continue
-        out.append(
-            ToolOutcome.model_validate(
-                {k: v for k, v in raw.items() if k not in ("attempt", "call_id")}
-            )
-        )
-    return out
+    return [
+        r.outcome
+        for r in state.get("outcomes") or []
+        if attempt is None or r.attempt == attempt
+    ]
 
 
 _RANK = {"found": 3, "low_relevance": 2, "not_found": 1, "error": 0}

@@ -86,8 +86,8 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     reports = source_reports(list(state.get("requested") or []), final_outcomes(state))
     failed = [r.source for r in reports if r.status == "error"]
     worked = [r.source for r in reports if r.status != "error"]
-    evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
-    confidence = Confidence.model_validate(state.get("confidence") or {})
+    evidence = list(state.get("evidence") or [])
+    confidence = state.get("confidence") or Confidence()
     warnings = _source_warnings(state, reports)
     trail: list[dict[str, Any]] = []
     usable = bool(evidence) and confidence.can_answer and confidence.level in ("HIGH", "MEDIUM")
@@ -124,9 +124,9 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     return {
         "status": status,
         "answer": text,
-        "citations": [c.model_dump(mode="json") for c in citations],
+        "citations": citations,
         "attempts": int(state.get("attempt") or 1),
-        "sources": [r.model_dump(mode="json") for r in reports],
+        "sources": reports,
         "warnings": warnings,
         "trail": trail,
         "history": [{"question": question, "answer": text if citations else "", "status": status}],

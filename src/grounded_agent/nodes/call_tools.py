@@ -18,7 +18,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback, ModelReply, ask_model, remaining_time
 from grounded_agent.nodes._common import ctx_of, nonempty, outcomes_of, step
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
-from grounded_agent.schemas import SourceName, Thresholds, ToolOutcome
+from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
 from grounded_agent.state import AgentState
 from grounded_agent.tools.base import SourceTool
 
@@ -88,7 +88,9 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         review.trail.append(_outcome_step(state, outcome))
     return {
         "outcomes": [
-            {**o.model_dump(mode="json", exclude={"detail"}), "attempt": attempt, "call_id": cid}
+            ToolCallRecord(
+                attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None})
+            )
             for cid, o in outcomes
         ],
         "messages": [*_dialog(ai_message, review.calls), *review.tool_messages],

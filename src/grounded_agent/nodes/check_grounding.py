@@ -61,21 +61,20 @@ def collect_evidence(outcomes: list[ToolOutcome], low: float) -> list[Finding]:
 async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     attempt = int(state.get("attempt") or 1)
-    raw = list(state.get("outcomes") or [])
-    outcomes = outcomes_of(state)  # classified once, by the run's thresholds, in call_tools
-    current = [(o, r) for o, r in zip(outcomes, raw, strict=True) if r.get("attempt") == attempt]
+    # classified once, by the run's thresholds, when the tools ran (call_tools)
+    current = outcomes_of(state, attempt)
     messages = [
         ToolMessage(
-            content=tool_message_text(o, ctx.low_threshold),
-            tool_call_id=str(r.get("call_id")),
-            name=o.source,
-            status="error" if o.status in ("error", "not_found") else "success",
+            content=tool_message_text(r.outcome, ctx.low_threshold),
+            tool_call_id=r.call_id,
+            name=r.outcome.source,
+            status="error" if r.outcome.status in ("error", "not_found") else "success",
         )
-        for o, r in current
-        if r.get("call_id")  # a source nobody called gets no reply to a call
+        for r in state.get("outcomes") or []
+        if r.attempt == attempt and r.call_id  # a source nobody called gets no reply to a call
     ]
-    evidence = collect_evidence(outcomes, ctx.low_threshold)
-    failed = [o.source for o, _ in current if o.status == "error"]
+    evidence = collect_evidence(outcomes_of(state), ctx.low_threshold)
+    failed = [o.source for o in current if o.status == "error"]
     if evidence:
         grounding = "usable"
     elif current and len(failed) == len(current):
@@ -91,7 +90,7 @@ async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[
     }[grounding]
     return {
         "messages": messages,
-        "evidence": [e.model_dump(mode="json") for e in evidence],
+        "evidence": evidence,
         "grounding": grounding,
         "trail": [
             step(
