@@ -28,7 +28,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})?$")
 
 
-def _iso_date(value: Any, name: str) -> date | None:
+def iso_date(value: Any, name: str) -> date | None:
     """A date written YYYY-MM-DD (or a date object); anything else is refused, numbers included
     (pydantic would read 2025 as seconds since 1970)."""
     if value is None or value == "":
@@ -41,6 +41,15 @@ def _iso_date(value: Any, name: str) -> date | None:
         except ValueError:
             pass
     raise ValueError(f"{name} must be a date written YYYY-MM-DD, not {str(value)[:40]!r}")
+
+
+def language_code(value: Any, name: str) -> str | None:
+    """An ISO language code, lower-cased ("de", "pt-br"); anything else is refused."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not _LANGUAGE.match(value.strip().lower()):
+        raise ValueError(f"{name} must be an ISO code such as en or de, not {str(value)[:20]!r}")
+    return value.strip().lower()
 
 
 class DocumentQuery(BaseModel):
@@ -86,16 +95,12 @@ class DocumentQuery(BaseModel):
     @field_validator("language", mode="before")
     @classmethod
     def _language(cls, value: Any) -> Any:
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str) or not _LANGUAGE.match(value.strip().lower()):
-            raise ValueError(f"language must be an ISO code such as en or de, not {str(value)[:20]!r}")
-        return value.strip().lower()
+        return language_code(value, "language")
 
     @field_validator("date_from", "date_to", mode="before")
     @classmethod
     def _dates(cls, value: Any, info: Any) -> date | None:
-        return _iso_date(value, info.field_name)
+        return iso_date(value, info.field_name)
 
     @field_validator("sort", mode="before")
     @classmethod
@@ -209,7 +214,7 @@ def errors_text(exc: ValidationError) -> str:
             msg = f"must be at most {err.get('ctx', {}).get('le')}"
         elif err.get("type") == "extra_forbidden":
             msg = "is not a search parameter"
-        parts.append(f"{loc}: {msg}" if loc else msg)
+        parts.append(f"{loc}: {msg}" if loc and not msg.startswith(loc) else msg)
     return "; ".join(parts) or "invalid search parameters"
 
 

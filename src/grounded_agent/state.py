@@ -70,6 +70,10 @@ class OutputState(TypedDict, total=False):
     warnings: list[dict[str, Any]]
     trail: list[dict[str, Any]]
     usage: dict[str, int]
+    result_type: str
+    documents: dict[str, Any] | None
+    search: dict[str, Any] | None
+    coverage_limited: bool
 
 
 class AgentState(TypedDict, total=False):
@@ -103,5 +107,13 @@ class AgentState(TypedDict, total=False):
     warnings: Annotated[list[dict[str, Any]], extend_or_reset]
     trail: Annotated[list[dict[str, Any]], extend_or_reset]
     usage: Annotated[dict[str, int], add_usage]
+    # what the request asks for (route_request), and a document search's page
+    intent: str
+    routed_calls: list[dict[str, Any]] | None
+    scope: dict[str, Any] | None
+    result_type: str
+    documents: dict[str, Any] | None
+    search: dict[str, Any] | None
+    coverage_limited: bool
     # across turns of a thread
     history: Annotated[list[dict[str, Any]], extend_or_reset]
