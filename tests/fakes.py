@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import BaseModel, Field
 
+from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
 from grounded_agent.schemas import Finding, SourceName, ToolOutcome
 from grounded_agent.tools.base import SourceTool
 
@@ -92,18 +93,26 @@ class _Args(BaseModel):
 
 
 class ScriptedSource:
-    """A source tool whose outcomes are scripted per call; records every query it received."""
+    """A source tool whose outcomes are scripted per call; records every query it received (and
+    the whole arguments, for a tool with a richer `args_schema` such as KnowledgeBaseArgs)."""
 
     def __init__(
-        self, name: SourceName, outcomes: Sequence[ToolOutcome | Exception], delay_s: float = 0.0
+        self,
+        name: SourceName,
+        outcomes: Sequence[ToolOutcome | Exception],
+        delay_s: float = 0.0,
+        args_schema: type[BaseModel] = _Args,
     ) -> None:
         self.name = name
         self.outcomes = list(outcomes)
         self.queries: list[str] = []
+        self.args: list[BaseModel] = []
         self.delay_s = delay_s
+        self.args_schema = args_schema
 
-    async def __call__(self, args: _Args) -> ToolOutcome:
+    async def __call__(self, args: Any) -> ToolOutcome:
         self.queries.append(args.query)
+        self.args.append(args)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         item = self.outcomes[min(len(self.queries), len(self.outcomes)) - 1]
@@ -115,10 +124,31 @@ class ScriptedSource:
         return SourceTool(
             name=self.name,
             description=f"Search {self.name}.",
-            args_schema=_Args,
+            args_schema=self.args_schema,
             func=self,
             timeout_s=timeout_s,
         )
+
+
+class ScriptedDocuments:
+    """A store double for the document search: pages over a fixed list of documents (the real
+    matching and order are the integration tests' business); records every query."""
+
+    def __init__(self, items: Sequence[DocumentItem], fail: Exception | None = None) -> None:
+        self.items = list(items)
+        self.fail = fail
+        self.queries: list[DocumentQuery] = []
+
+    async def asearch_documents(self, query: DocumentQuery) -> DocumentList:
+        self.queries.append(query)
+        if self.fail is not None:
+            raise self.fail
+        start = (query.page - 1) * query.page_size
+        return DocumentList.of(self.items[start : start + query.page_size], len(self.items), query)
+
+
+def document(doc_id: str, title: str | None = None, **fields: Any) -> DocumentItem:
+    return DocumentItem(doc_id=doc_id, title=title or doc_id, **fields)
 
 
 def found(source: SourceName, *items: Finding) -> ToolOutcome:

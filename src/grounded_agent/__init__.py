@@ -6,21 +6,28 @@ from typing import Any
 
 from grounded_agent.api import aask, ask, astream
 from grounded_agent.context import Context
+from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
 from grounded_agent.graph.builder import build_graph
 from grounded_agent.schemas import AgentResult, Citation, Finding, InvalidQuestion, ToolOutcome
+from grounded_agent.search_api import asearch, search
 
 __all__ = [
     "AgentResult",
     "Citation",
     "Context",
+    "DocumentItem",
+    "DocumentList",
+    "DocumentQuery",
     "Finding",
     "InvalidQuestion",
     "ToolOutcome",
     "aask",
     "agent",
+    "asearch",
     "ask",
     "astream",
     "build_graph",
+    "search",
 ]
 
 

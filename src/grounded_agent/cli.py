@@ -1,4 +1,4 @@
-"""The command line: ask, ingest, demo, serve."""
+"""The command line: ask, search, ingest, demo, serve."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grounded_agent.documents import DocumentQuery
 from grounded_agent.schemas import AgentResult, InvalidQuestion
 
 log = logging.getLogger("grounded_agent.cli")
@@ -22,6 +23,13 @@ STATUS_LABEL = {
     "partial": "Partial answer (a source could not be searched)",
     "not_found": "Not found",
     "unavailable": "Unavailable (a source could not be searched)",
+}
+
+
+SEARCH_LABEL = {
+    "answered": "Documents found",
+    "not_found": "No matching documents",
+    "unavailable": "Unavailable (the knowledge base could not be searched)",
 }
 
 
@@ -53,9 +61,55 @@ def _setup_logging(verbose: bool) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def render_documents(result: AgentResult) -> list[str]:
+    """The page of documents of a search or combined result, and how to get the next one."""
+    docs, query = result.documents, result.search
+    if docs is None or query is None:
+        return []
+    lines = [f"Documents ({docs.total_items} matched; page {docs.page} of {docs.total_pages}):"]
+    first = (docs.page - 1) * docs.page_size
+    for n, item in enumerate(docs.items, start=first + 1):
+        meta = ", ".join(
+            x for x in (
+                f"version {item.version}" if item.version else "",
+                f"dated {item.document_date}" if item.document_date else "",
+                item.language or "", item.source_url or "", f"id {item.doc_id}",
+            ) if x
+        )
+        lines.append(f"  {n}. {item.title} ({meta})")
+        if item.snippet:
+            lines.append(f"     {item.snippet}")
+    if docs.page < docs.total_pages:
+        lines.append(f"Next page: grounded-agent search {search_args(query, docs.page + 1)}")
+    lines.append("")
+    return lines
+
+
+def search_args(query: DocumentQuery, page: int) -> str:
+    """The command-line arguments that ask for `page` of the same search."""
+    import shlex
+
+    parts = [shlex.quote(query.text)] if query.text else []
+    for flag, value in (("--language", query.language), ("--from", query.date_from),
+                        ("--to", query.date_to), ("--sort", query.sort)):
+        if value:
+            parts += [flag, str(value)]
+    if query.page_size != 20:
+        parts += ["--page-size", str(query.page_size)]
+    return " ".join([*parts, "--page", str(page)])
+
+
 def render(result: AgentResult) -> str:
     """Human-readable answer: status, text, numbered sources, source reports, warnings."""
-    lines = [f"[{STATUS_LABEL.get(result.status, result.status)}]", "", result.answer, ""]
+    label = f"[{STATUS_LABEL.get(result.status, result.status)}]"
+    if result.result_type == "search":
+        label = f"[{SEARCH_LABEL.get(result.status, label)}]"
+        body = render_documents(result) if result.documents and result.documents.items else []
+        return "\n".join([label, "", *(body or [result.answer])]).rstrip()
+    lines = [label, "", result.answer, ""]
+    if result.coverage_limited:
+        lines += ["(coverage limited: the answer rests on part of the matching documents)", ""]
+    lines += render_documents(result)
     if result.citations:
         lines.append("Sources:")
         for c in result.citations:
@@ -136,6 +190,29 @@ def cmd_ask(args: argparse.Namespace) -> int:
     else:
         print(render(result))
     _hint_if_empty(result)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """A page of documents, straight from the store: no model, also in LLM mode."""
+    from grounded_agent.documents import parse_query
+    from grounded_agent.search_api import asearch
+
+    try:
+        query = parse_query(
+            {"text": args.text}, language=args.language, date_from=args.date_from,
+            date_to=args.date_to, sort=args.sort, page=args.page, page_size=args.page_size,
+        )
+    except InvalidQuestion as exc:
+        print(f"grounded-agent: invalid search: {exc}", file=sys.stderr)
+        return 2
+    result = asyncio.run(asearch(query))
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        print(render(result))
+    if result.documents is not None and result.documents.total_items == 0:
+        _hint_if_empty(result)
     return 0
 
 
@@ -256,6 +333,22 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--thread", help="conversation thread id (follow-up questions)")
     ask.add_argument("--progress", action="store_true", help="show node progress even when piped")
     ask.set_defaults(func=cmd_ask)
+
+    search = sub.add_parser(
+        "search", help="list documents by words, language and date (no model call)"
+    )
+    search.add_argument("text", nargs="?", default=None, help="words to find (all must occur)")
+    search.add_argument("--language", help="only documents in this language (ISO code)")
+    search.add_argument("--from", dest="date_from", metavar="DATE",
+                        help="documents dated on or after (YYYY-MM-DD)")
+    search.add_argument("--to", dest="date_to", metavar="DATE",
+                        help="documents dated on or before (YYYY-MM-DD, inclusive)")
+    search.add_argument("--sort", help="newest, oldest or relevance (default: relevance with "
+                        "text, newest without)")
+    search.add_argument("--page", type=int, default=None, help="page number, from 1")
+    search.add_argument("--page-size", type=int, default=None, help="1 to 50 (default 20)")
+    search.add_argument("--json", action="store_true", help="print the result object as JSON")
+    search.set_defaults(func=cmd_search)
 
     ingest = sub.add_parser("ingest", help="add Markdown, text or JSON Lines documents")
     ingest.add_argument("paths", nargs="+")

@@ -9,6 +9,7 @@ from typing import Any
 from grounded_agent.prompts.answer import ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
+from grounded_agent.prompts.route_request import ROUTE_REQUEST_SYSTEM
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
 from grounded_agent.schemas import DEFAULT_THRESHOLDS, SOURCE_NAMES, SourceName, Thresholds
 
@@ -113,6 +114,10 @@ class Context:
     reformulate_query_system_prompt: str = field(
         default=REFORMULATE_QUERY_SYSTEM,
         metadata={"description": "System prompt of the query rewrite."},
+    )
+    route_request_system_prompt: str = field(
+        default=ROUTE_REQUEST_SYSTEM,
+        metadata={"description": "System prompt of the routing step (search, ask, or both)."},
     )
     answer_system_prompt: str = field(
         default=ANSWER_SYSTEM, metadata={"description": "System prompt of the answer step."}

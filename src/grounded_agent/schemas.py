@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from grounded_agent.documents import DocumentList, DocumentQuery
+
 SourceName = Literal["knowledge_base", "wikipedia", "web"]
 SOURCE_NAMES: tuple[SourceName, ...] = ("knowledge_base", "wikipedia", "web")
 
@@ -16,6 +18,10 @@ ErrorKind = Literal[
     "timeout", "rate_limit", "auth", "config", "unavailable", "bad_response", "unknown"
 ]
 Coverage = Literal["complete", "partial", "unavailable"]
+
+ResultType = Literal["answer", "search", "combined"]
+"""answer: a grounded answer; search: a page of documents; combined: both, the answer drawn only
+from the documents of that page."""
 
 AnswerStatus = Literal["answered", "answered_with_caveat", "partial", "not_found", "unavailable"]
 ConfidenceLevel = Literal["HIGH", "MEDIUM", "LOW", "NOT_RELEVANT"]
@@ -266,6 +272,19 @@ class AgentResult(BaseModel):
     warnings: list[AgentWarning] = Field(default_factory=list)
     trail: list[TrailStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    result_type: ResultType = "answer"
+    documents: DocumentList | None = Field(
+        default=None, description="The page of matching documents (search and combined)."
+    )
+    search: DocumentQuery | None = Field(
+        default=None,
+        description="The normalised search parameters; send them back with another page number.",
+    )
+    coverage_limited: bool = Field(
+        default=False,
+        description="The answer used only part of the matching documents (more pages, or "
+        "documents of the page that gave it no passage).",
+    )
 
 
 MAX_QUESTION_CHARS = 4000

@@ -17,6 +17,7 @@ from grounded_agent.schemas import (
     Citation,
     Confidence,
     Finding,
+    ResultType,
     SourceReport,
     ToolCallRecord,
 )
@@ -99,5 +100,13 @@ class AgentState(TypedDict, total=False):
     warnings: Annotated[list[dict[str, Any]], extend_or_reset]
     trail: Annotated[list[dict[str, Any]], extend_or_reset]
     usage: Annotated[dict[str, int], add_usage]
+    # what the request asks for (route_request), and a document search's page
+    intent: Literal["ask", "search", "search_and_ask"]
+    routed_calls: list[dict[str, Any]] | None
+    scope: dict[str, Any] | None
+    result_type: ResultType
+    documents: dict[str, Any] | None
+    search: dict[str, Any] | None
+    coverage_limited: bool
     # across turns of a thread
     history: Annotated[list[dict[str, Any]], extend_or_reset]

@@ -102,7 +102,10 @@ async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wi
     assert requests[0].headers["authorization"] == f"Bearer {KEY}"  # the key goes on the wire only
     assert len(bodies) == 3
     # 1: the allow-listed tools are offered as functions
-    assert {t["function"]["name"] for t in bodies[0]["tools"]} == {"knowledge_base", "web"}
+    # the routing call: the source tools and the two document tools (route_request)
+    assert {t["function"]["name"] for t in bodies[0]["tools"]} == {
+        "knowledge_base", "web", "search_documents", "search_and_ask"
+    }
     # 2: the confidence call carries the tool dialog, with the failed source as an error message
     tool_msgs = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
     assert any(

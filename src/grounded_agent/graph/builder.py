@@ -11,16 +11,22 @@ from langgraph.graph.state import CompiledStateGraph
 from grounded_agent.context import Context
 from grounded_agent.deps import AUTO, Deps
 from grounded_agent.graph.routing import (
+    route_after_answer,
     route_after_confidence,
     route_after_grounding,
     route_after_reformulation,
+    route_after_request,
+    route_after_search,
 )
 from grounded_agent.nodes.answer import answer
 from grounded_agent.nodes.call_tools import call_tools
 from grounded_agent.nodes.check_grounding import check_grounding
+from grounded_agent.nodes.mark_coverage import mark_coverage
 from grounded_agent.nodes.prepare_question import prepare_question
 from grounded_agent.nodes.reformulate_query import reformulate_query
+from grounded_agent.nodes.route_request import route_request
 from grounded_agent.nodes.score_confidence import score_confidence
+from grounded_agent.nodes.search_documents import search_documents
 from grounded_agent.schemas import AgentResult
 from grounded_agent.state import AgentState, InputState
 
@@ -32,8 +38,9 @@ if TYPE_CHECKING:
     from grounded_agent.store import KnowledgeStore
     from grounded_agent.tools.base import SourceTool
 
-RECURSION_LIMIT = 12
-"""Steps per run: 9 at most (two attempts) plus slack; the attempt cap is enforced in code too."""
+RECURSION_LIMIT = 15
+"""Steps per run: 12 at most (routing, a document search, two attempts, the coverage note) plus
+slack; the attempt cap is enforced in code too."""
 
 
 def build_graph(
@@ -67,11 +74,18 @@ def compile_graph(
     builder.add_node("score_confidence", partial(score_confidence, deps=deps))
     builder.add_node("reformulate_query", partial(reformulate_query, deps=deps))
     builder.add_node("answer", partial(answer, deps=deps))
+    builder.add_node("route_request", partial(route_request, deps=deps))
+    builder.add_node("search_documents", partial(search_documents, deps=deps))
+    builder.add_node("mark_coverage", mark_coverage)
 
     # validate input and start a clean turn before anything is spent
     builder.add_edge(START, "prepare_question")
-    # every turn starts with a search
-    builder.add_edge("prepare_question", "call_tools")
+    # every turn is routed: a list of documents, a question, or both
+    builder.add_edge("prepare_question", "route_request")
+    # a question -> the sources; a search (alone or before a question) -> the document search
+    builder.add_conditional_edges("route_request", route_after_request)
+    # search-and-ask with a selection -> the sources within it; otherwise the page is the result
+    builder.add_conditional_edges("search_documents", route_after_search)
     # every search result is classified before anyone reads it
     builder.add_edge("call_tools", "check_grounding")
     # usable -> score; nothing usable -> rewrite once; every source failed -> answer (unavailable)
@@ -80,8 +94,9 @@ def compile_graph(
     builder.add_conditional_edges("score_confidence", route_after_confidence)
     # a new query goes back to the tools; a repeat of a tried one goes to the answer
     builder.add_conditional_edges("reformulate_query", route_after_reformulation)
-    # the answer ends the run
-    builder.add_edge("answer", END)
+    # the answer ends the run; a search-and-ask answer first says how much it covered
+    builder.add_conditional_edges("answer", route_after_answer)
+    builder.add_edge("mark_coverage", END)
     return builder.compile(checkpointer=checkpointer, name="GroundedAgent").with_config(
         recursion_limit=RECURSION_LIMIT
     )

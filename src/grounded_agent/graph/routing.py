@@ -48,3 +48,22 @@ def route_after_reformulation(state: Mapping[str, Any]) -> Literal["call_tools",
     if is_repeat(str(state.get("query") or ""), list(state.get("queries") or [])):
         return "answer"  # re-query only where it can help
     return "call_tools"
+
+
+def route_after_request(state: Mapping[str, Any]) -> Literal["call_tools", "search_documents"]:
+    if state.get("intent") in ("search", "search_and_ask"):
+        return "search_documents"
+    return "call_tools"  # a question: today's grounded answer
+
+
+def route_after_search(state: Mapping[str, Any]) -> Literal["call_tools", "__end__"]:
+    """Search-and-ask with a selection retrieves within it; a search, an empty selection or a
+    failed search is the result as it stands (never the whole knowledge base instead)."""
+    scope = state.get("scope") or {}
+    if state.get("intent") == "search_and_ask" and scope.get("doc_ids") and not state.get("status"):
+        return "call_tools"
+    return "__end__"
+
+
+def route_after_answer(state: Mapping[str, Any]) -> Literal["mark_coverage", "__end__"]:
+    return "mark_coverage" if state.get("intent") == "search_and_ask" else "__end__"

@@ -17,6 +17,7 @@ from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback, ModelReply, ask_model, remaining_time
 from grounded_agent.nodes._common import ctx_of, nonempty, outcomes_of, step
+from grounded_agent.nodes._scope import scope_calls
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
 from grounded_agent.state import AgentState
@@ -83,6 +84,7 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         )
         review.model_calls(ai_message)
     review.fixed_calls(query)  # every requested source is read, so the report says what was
+    review.calls = scope_calls(review.calls, state.get("scope"))  # the selection, in code
     outcomes.extend(await asyncio.gather(*(_run(c, state, ctx.thresholds) for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
@@ -113,6 +115,9 @@ async def _choose_tools(
     attempt = int(state.get("attempt") or 1)
     if model is None or attempt != 1 or not tools or rounds_used >= ctx.max_model_rounds:
         return ModelReply()
+    routed = state.get("routed_calls")
+    if routed is not None:  # the routing call was this attempt's tool choice: no second call
+        return ModelReply(message=AIMessage(content="", tool_calls=routed)) if routed else ModelReply()
     system = ctx.call_tools_system_prompt.format(
         today=date.today().isoformat(), sources=", ".join(tools)
     )

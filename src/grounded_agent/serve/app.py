@@ -357,7 +357,7 @@ def create_app(
 
     add_routes(
         app,
-        AgentRunnable(graph, thread_graphs),
+        AgentRunnable(graph, thread_graphs, store),
         path="/agent",
         enabled_endpoints=(
             "invoke",

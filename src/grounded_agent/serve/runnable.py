@@ -18,6 +18,7 @@ from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableCo
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
+from grounded_agent.documents import parse_query
 from grounded_agent.schemas import AgentResult, InvalidQuestion
 from grounded_agent.serve.schemas import AgentConfig, AgentInput, AgentOutput, ClientConfigurable
 
@@ -76,9 +77,12 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
 
     name: str | None = "GroundedAgent"
 
-    def __init__(self, graph: Graph, threads: ThreadGraphs | None) -> None:
+    def __init__(
+        self, graph: Graph, threads: ThreadGraphs | None, store: KnowledgeStore | None = None
+    ) -> None:
         self.graph = graph
         self.threads = threads
+        self.store = store
         self._threaded: Graph | None = None
 
     # --- schemas --------------------------------------------------------------------------------
@@ -141,11 +145,36 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
             inputs, config, return_exceptions=return_exceptions, **kwargs
         )
 
+    async def _page(self, raw: Any, config: RunnableConfig | None) -> dict[str, Any]:
+        """A page request: the store's next page, no graph run and no model call. In a thread
+        whose last result was combined, its answer is kept, not computed again."""
+        from grounded_agent.search_api import asearch
+
+        query = parse_query(raw)
+        if self.store is None:
+            from grounded_agent.store import open_store
+
+            self.store = open_store()
+        previous = None
+        if ((config or {}).get("configurable") or {}).get("thread_id"):
+            graph = await self._graph_for(config)
+            values = (await graph.aget_state(config or {})).values
+            if values.get("result_type") == "combined" and values.get("status"):
+                previous = AgentResult.model_validate(values)
+        result = await asearch(query, previous=previous, store=self.store)
+        return result.model_dump(mode="json")
+
+    @staticmethod
+    def _question_input(input: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in input.items() if k != "search"}
+
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
+        if input.get("search") is not None:
+            return await self._page(input["search"], config)
         graph = await self._graph_for(config)
-        out = await graph.ainvoke(input, config)
+        out = await graph.ainvoke(self._question_input(input), config)
         return AgentResult.model_validate(out).model_dump(mode="json")
 
     async def astream(
@@ -156,9 +185,14 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
         Snapshots start after the first node ran: before that, a thread's channels still hold
         the previous turn's answer, which a client must not take for this turn's.
         """
+        if input.get("search") is not None:
+            yield await self._page(input["search"], config)
+            return
         graph = await self._graph_for(config)
         started = False
-        async for mode, chunk in graph.astream(input, config, stream_mode=["updates", "values"]):
+        async for mode, chunk in graph.astream(
+            self._question_input(input), config, stream_mode=["updates", "values"]
+        ):
             if mode == "updates":
                 started = True
             elif started and isinstance(chunk, dict):

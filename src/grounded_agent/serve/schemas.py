@@ -10,20 +10,30 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources
+from grounded_agent.documents import DocumentQuery
 from grounded_agent.schemas import MAX_QUESTION_CHARS, AgentResult, validate_question
 
 _CONTEXT_DOCS = {f.name: str(f.metadata.get("description", "")) for f in fields(Context)}
 
 
 class AgentInput(BaseModel):
-    """One question, optionally the sources to search and the answer language (mirrors InputState)."""
+    """One question, optionally the sources to search and the answer language (mirrors InputState);
+    or a page request: `search`, the normalised parameters of an earlier result with another page
+    number, answered from the store without the model."""
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(description=f"The question, 1 to {MAX_QUESTION_CHARS} characters.")
+    question: str | None = Field(
+        default=None, description=f"The question, 1 to {MAX_QUESTION_CHARS} characters."
+    )
+    search: DocumentQuery | None = Field(
+        default=None,
+        description="Another page of an earlier search: its `search` with a new page number "
+        "(no model call; in a thread, a combined answer is kept).",
+    )
     sources: list[str] | None = Field(
         default=None, description="Any of knowledge_base, wikipedia, web; default: the server's."
     )
@@ -31,8 +41,14 @@ class AgentInput(BaseModel):
 
     @field_validator("question")
     @classmethod
-    def _question(cls, value: str) -> str:
-        return validate_question(value)
+    def _question(cls, value: str | None) -> str | None:
+        return None if value is None else validate_question(value)
+
+    @model_validator(mode="after")
+    def _one_request(self) -> AgentInput:
+        if (self.question is None) == (self.search is None):
+            raise ValueError("send either a question or search (a page request), not both")
+        return self
 
     @field_validator("sources")
     @classmethod

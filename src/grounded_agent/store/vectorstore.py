@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
+from grounded_agent.documents import DocumentList, DocumentQuery
 from grounded_agent.schemas import Finding
-from grounded_agent.store import bridge, schema, search, writes
+from grounded_agent.store import bridge, documents, schema, search, writes
 from grounded_agent.store.embeddings import make_embeddings, model_id_of, table_name_for
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.records import (
@@ -189,6 +190,16 @@ class KnowledgeStore:
 
         return await self._call(read(), "search", self.settings.query_timeout_s)
 
+    async def asearch_documents(self, query: DocumentQuery) -> DocumentList:
+        """One page of the active documents matching `query` (full-text match, filters, sort,
+        paging in SQL; no embedding, no model). Raises StoreUnavailable / StoreTimeout like
+        `asearch`: a failed search never returns an empty page."""
+
+        async def read() -> DocumentList:
+            return await documents.search_documents(await self._ready(), self.table_name, query)
+
+        return await self._call(read(), "document search", self.settings.query_timeout_s)
+
     async def adocument_frequencies(self, wanted: Collection[str]) -> tuple[int, dict[str, int]]:
         """(number of chunks, document frequency of each term) from `<table>_terms`."""
 
@@ -278,6 +289,7 @@ class KnowledgeStore:
 
     ensure_schema = bridge.blocking(aensure_schema)
     search = bridge.blocking(asearch)
+    search_documents = bridge.blocking(asearch_documents)
     document_frequencies = bridge.blocking(adocument_frequencies)
     counts = bridge.blocking(acounts)
     healthcheck = bridge.blocking(ahealthcheck)

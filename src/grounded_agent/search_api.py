@@ -1,0 +1,153 @@
+"""Finding documents from Python: `search` / `asearch` list a page of documents with no model call.
+
+A result's `search` holds the normalised parameters; `search(result.search, page=2)` returns the
+next page. Given the `previous` result of a combined request, the next page keeps its answer
+(answer, citations, confidence...) instead of computing a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from grounded_agent.documents import DocumentList, DocumentQuery, listing_text, parse_query
+from grounded_agent.schemas import AgentResult
+
+if TYPE_CHECKING:
+    from grounded_agent.store import KnowledgeStore
+
+log = logging.getLogger(__name__)
+
+KEPT_FROM_ANSWER = (
+    "question", "status", "answer", "citations", "confidence", "attempts", "queries", "sources",
+    "warnings", "coverage_limited",
+)
+"""What a page of a combined result keeps from the answer of its first page."""
+
+
+def search_fields(
+    query: DocumentQuery, documents: DocumentList | None, error_kind: str | None = None
+) -> dict[str, Any]:
+    """The result fields of a document search (a page, or a failed read): the same for the
+    Python API, the CLI, the endpoint and the graph's search node."""
+    norm = query.normalised()
+    if documents is None:
+        kind = error_kind or "unknown"
+        return {
+            "result_type": "search",
+            "status": "unavailable",
+            "answer": "The knowledge base could not be searched "
+            f"({kind}); nothing is known about which documents match.",
+            "documents": None,
+            "search": norm.model_dump(mode="json"),
+            "sources": [{"source": "knowledge_base", "status": "error",
+                         "coverage": "unavailable", "error_kind": kind, "finding_count": None}],
+        }
+    return {
+        "result_type": "search",
+        "status": "answered" if documents.total_items else "not_found",
+        "answer": listing_text(norm, documents),
+        "documents": documents.model_dump(mode="json"),
+        "search": norm.model_dump(mode="json"),
+        "sources": [{"source": "knowledge_base",
+                     "status": "found" if documents.total_items else "not_found",
+                     "coverage": "complete", "error_kind": None,
+                     "finding_count": documents.total_items}],
+    }
+
+
+def error_kind_of(exc: Exception) -> str:
+    """A store failure as an error kind a user may see (the detail goes to the log)."""
+    from grounded_agent.store.errors import StoreTimeout
+
+    log.warning("document search failed: %s", exc)
+    return "timeout" if isinstance(exc, StoreTimeout | TimeoutError) else "unavailable"
+
+
+async def read_page(store: KnowledgeStore, query: DocumentQuery) -> dict[str, Any]:
+    """One page as result fields; a store that fails gives `unavailable`, never an empty page."""
+    from grounded_agent.store.errors import StoreError
+
+    try:
+        documents = await store.asearch_documents(query)
+    except (StoreError, TimeoutError) as exc:
+        return search_fields(query, None, error_kind_of(exc))
+    return search_fields(query, documents)
+
+
+def _query(
+    text: str | DocumentQuery | Mapping[str, Any] | None, overrides: dict[str, Any]
+) -> DocumentQuery:
+    if isinstance(text, DocumentQuery | Mapping):
+        return parse_query(text if isinstance(text, DocumentQuery) else dict(text), **overrides)
+    return parse_query({"text": text}, **overrides)
+
+
+async def asearch(
+    text: str | DocumentQuery | Mapping[str, Any] | None = None,
+    *,
+    language: str | None = None,
+    date_from: date | str | None = None,
+    date_to: date | str | None = None,
+    sort: str | None = None,
+    page: int | None = None,
+    page_size: int | None = None,
+    previous: AgentResult | None = None,
+    store: KnowledgeStore | None = None,
+) -> AgentResult:
+    """One page of the active documents that match; raises InvalidQuestion for bad parameters.
+
+    `text` is the words to find, or the `search` of an earlier result (keywords override it).
+    """
+    query = _query(
+        text,
+        {"language": language, "date_from": date_from, "date_to": date_to, "sort": sort,
+         "page": page, "page_size": page_size},
+    )
+    if store is None:
+        from grounded_agent.graph.agent import default_deps
+
+        store = default_deps.get_store()
+    fields = await read_page(store, query)
+    trail = {
+        "node": "search_documents",
+        "attempt": 1,
+        "decision": f"listed:{fields['status']}",
+        "detail": query.normalised().describe(),
+    }
+    result: dict[str, Any] = {"question": query.text or "", **fields, "trail": [trail]}
+    if previous is not None and previous.result_type == "combined":
+        kept = previous.model_dump(mode="json", include=set(KEPT_FROM_ANSWER))
+        result = {**result, **kept, "result_type": "combined"}
+    return AgentResult.model_validate(result)
+
+
+def search(
+    text: str | DocumentQuery | Mapping[str, Any] | None = None,
+    *,
+    language: str | None = None,
+    date_from: date | str | None = None,
+    date_to: date | str | None = None,
+    sort: str | None = None,
+    page: int | None = None,
+    page_size: int | None = None,
+    previous: AgentResult | None = None,
+    store: KnowledgeStore | None = None,
+) -> AgentResult:
+    """Blocking form of `asearch`, for scripts and notebooks without a running event loop."""
+    return asyncio.run(
+        asearch(
+            text,
+            language=language,
+            date_from=date_from,
+            date_to=date_to,
+            sort=sort,
+            page=page,
+            page_size=page_size,
+            previous=previous,
+            store=store,
+        )
+    )
