@@ -165,3 +165,22 @@ async def test_an_unreachable_database_raises_never_an_empty_page(tmp_path: Path
     store = open_store(settings, embeddings=DeterministicFakeEmbedding(size=384), table_name="kb_x")
     with pytest.raises(StoreUnavailable):
         await store.asearch_documents(DocumentQuery(text="contract"))
+
+
+async def test_a_document_is_found_by_the_words_of_its_id(
+    fake_store: KnowledgeStore, tmp_path: Path
+) -> None:
+    """A contract titled "Subscription agreement" whose id says "contract" is what a user means
+    by "contract"; a document that says neither is not listed."""
+    _write(tmp_path / "a.md", "contract-zeta-logistics",
+           "# Subscription agreement with Zeta\n\nZeta pays monthly.",
+           title="Subscription agreement with Zeta", language="en")
+    _write(tmp_path / "b.md", "memo-lunch", "# Lunch\n\nLunch is at noon.",
+           title="Lunch", language="en")
+    report = await aingest_paths([tmp_path], fake_store)
+    assert not report.errors
+    page = await fake_store.asearch_documents(parse_query(None, text="contracts"))
+    assert [i.doc_id for i in page.items] == ["contract-zeta-logistics"]
+    assert page.items[0].snippet  # the first chunk stands in when only the id matched
+    assert await _ids(fake_store, text="zeta contract") == ["contract-zeta-logistics"]
+    assert await _ids(fake_store, text="invoice") == []

@@ -46,6 +46,18 @@ def tsquery_sql(language: str | None) -> str:
     return " || ".join(f"websearch_to_tsquery('{c}', :text)" for c in configs)
 
 
+def id_words_sql(column: str = "doc_id") -> str:
+    """A document id's words ("contract-northwind-logistics": contract, northwind, logistics):
+    people search by what a file or id is called as much as by what its text says."""
+    return f"to_tsvector('simple', translate({column}, '-_./:', '     '))"
+
+
+def match_sql(alias: str = "") -> str:
+    """A chunk matches when its text (title, headings, content) or its document's id does."""
+    p = f"{alias}." if alias else ""
+    return f"({p}fts @@ q.tq OR {id_words_sql(p + 'doc_id')} @@ q.tq)"
+
+
 def filter_sql(query: DocumentQuery, alias: str = "") -> tuple[str, dict[str, Any]]:
     """Active rows within the language and the date range; date_to counts its whole day (the
     bound is the start of the next day)."""
@@ -73,13 +85,16 @@ def page_sql(table: str, query: DocumentQuery) -> tuple[str, dict[str, Any]]:
     if query.text:
         matched = (
             f"SELECT doc_id, max(ts_rank(fts, q.tq, 1)) AS rank FROM {t}, q "
-            f"WHERE {where} AND fts @@ q.tq GROUP BY doc_id"
+            f"WHERE {where} AND {match_sql()} GROUP BY doc_id"
         )
-        title_hit = f"CASE WHEN to_tsvector({cfg}, coalesce(c.title, '')) @@ q.tq THEN 1 ELSE 0 END"
-        snippet = (
+        title_hit = (
+            f"CASE WHEN to_tsvector({cfg}, coalesce(c.title, '')) @@ q.tq "
+            f"OR {id_words_sql('c.doc_id')} @@ q.tq THEN 1 ELSE 0 END"
+        )
+        snippet = (  # the best matching chunk; the first one when only the id matched
             f"SELECT ts_headline({cfg}, c.content, q.tq, :headline) FROM {t} c, q "
-            "WHERE c.is_active AND c.doc_id = d.doc_id AND c.fts @@ q.tq "
-            "ORDER BY ts_rank(c.fts, q.tq, 1) DESC, c.chunk_index LIMIT 1"
+            "WHERE c.is_active AND c.doc_id = d.doc_id "
+            "ORDER BY (c.fts @@ q.tq) DESC, ts_rank(c.fts, q.tq, 1) DESC, c.chunk_index LIMIT 1"
         )
         head = f"WITH q AS (SELECT ({tsquery_sql(query.language)}) AS tq), "
         params.update(text=query.text, headline=HEADLINE_OPTIONS)
@@ -116,7 +131,7 @@ def count_sql(table: str, query: DocumentQuery) -> tuple[str, dict[str, Any]]:
         params["text"] = query.text
         return (
             f"WITH q AS (SELECT ({tsquery_sql(query.language)}) AS tq) "
-            f'SELECT count(DISTINCT doc_id) FROM "{table}", q WHERE {where} AND fts @@ q.tq',
+            f'SELECT count(DISTINCT doc_id) FROM "{table}", q WHERE {where} AND {match_sql()}',
             params,
         )
     return f'SELECT count(DISTINCT doc_id) FROM "{table}" WHERE {where}', params
