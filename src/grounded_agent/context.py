@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from grounded_agent.prompts.answer import ANSWER_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, TRANSLATE_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.route_request import ROUTE_REQUEST_SYSTEM
@@ -121,6 +121,13 @@ class Context:
     )
     answer_system_prompt: str = field(
         default=ANSWER_SYSTEM, metadata={"description": "System prompt of the answer step."}
+    )
+    translate_answer_system_prompt: str = field(
+        default=TRANSLATE_ANSWER_SYSTEM,
+        metadata={
+            "description": "System prompt that translates a checked answer into the asked "
+            "language when the sources are in another."
+        },
     )
 
     def __post_init__(self) -> None:

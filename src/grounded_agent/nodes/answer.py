@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
@@ -14,7 +15,8 @@ from grounded_agent.citations import MARKER, Checked, check_answer
 from grounded_agent.context import MAX_ATTEMPTS, Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
-from grounded_agent.model_calls import Fallback, ModelReply, ask_model
+from grounded_agent.languages import name_of, translation_needed
+from grounded_agent.model_calls import Fallback, ModelReply, add_usage, ask_model
 from grounded_agent.nodes._common import ctx_of, final_outcomes, nonempty, outcomes_of, step
 from grounded_agent.prompts.answer import (
     ANSWER_USER,
@@ -22,6 +24,7 @@ from grounded_agent.prompts.answer import (
     NOT_FOUND_TEXT,
     PARTIAL_TEXT,
     STALE_TEXT,
+    TRANSLATE_ANSWER_USER,
     UNAVAILABLE_TEXT,
 )
 from grounded_agent.prompts.sources import render_sources
@@ -34,6 +37,11 @@ log = logging.getLogger(__name__)
 FALLBACK = Fallback(
     "answer", "the answer was extracted from the sources", where="the answer step",
     budget_warning="answer extracted without the model", trail="extractive answer used",
+)
+
+TRANSLATE_FALLBACK = Fallback(
+    "answer", "the answer is given in the language of its sources",
+    where="the translation step", trail="translation skipped",
 )
 
 SOURCE_LABELS = {
@@ -95,14 +103,20 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     text, citations = "", list[Citation]()
     if usable:
         model = deps.model(ctx)
+        # asked for another language than the sources': written and checked in theirs first
+        write_in = translation_needed(state.get("language"), (e.language for e in evidence))
         if model is not None:
             reply = await ask_model(
-                model, _messages(state, ctx, question, evidence), state=state, ctx=ctx,
-                fallback=FALLBACK,
+                model, _messages(state, ctx, question, evidence, write_in), state=state,
+                ctx=ctx, fallback=FALLBACK,
             )
             warnings += reply.warnings
             trail += reply.trail
         text, citations = _draft(state, reply, question, evidence, warnings, trail)
+        if write_in and reply.message is not None and citations:
+            text, translation = await _translate(state, ctx, model, text, reply.usage, trail)
+            add_usage(reply.usage, translation.usage)
+            warnings += translation.warnings
     if text and citations:
         status = "partial" if failed else _answered(ctx, confidence, citations)
         notes = _notes(ctx, confidence, citations, failed, worked, warnings)
@@ -135,13 +149,52 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
 
 
 def _messages(
-    state: AgentState, ctx: Context, question: str, evidence: list[Finding]
+    state: AgentState, ctx: Context, question: str, evidence: list[Finding], write_in: str | None
 ) -> list[Any]:
-    language = state.get("language") or "the language of the question"
+    language = (
+        f"{name_of(write_in)}, the language of the sources (a translation follows)"
+        if write_in
+        else state.get("language") or "the language of the question"
+    )
     return [
         SystemMessage(ctx.answer_system_prompt.format(language=language)),
         HumanMessage(ANSWER_USER.format(question=question, sources=format_sources(evidence))),
     ]
+
+
+def _markers(text: str) -> list[str]:
+    return sorted(re.sub(r"\s+", "", m) for m in MARKER.findall(text))
+
+
+async def _translate(
+    state: AgentState,
+    ctx: Context,
+    model: Any,
+    text: str,
+    spent: dict[str, int],
+    trail: list[dict[str, Any]],
+) -> tuple[str, ModelReply]:
+    """The checked answer in the asked language. Its citations were checked in the sources'
+    language; a translation that loses, adds or renumbers a marker is not shown (the checked text
+    is, with the trail saying why)."""
+    language = str(state.get("language"))
+    messages = [
+        SystemMessage(ctx.translate_answer_system_prompt.format(language=language)),
+        HumanMessage(TRANSLATE_ANSWER_USER.format(answer=text)),
+    ]
+    reply = await ask_model(
+        model, messages, state=state, ctx=ctx, fallback=TRANSLATE_FALLBACK, spent=spent
+    )
+    trail += reply.trail
+    translated = reply.text.strip()
+    if reply.message is None:
+        return text, reply
+    if not translated or _markers(translated) != _markers(text):
+        trail.append(step(state, "answer", "translation_not_used",
+                          "the translation changed the citation markers; the checked text stays"))
+        return text, reply
+    trail.append(step(state, "answer", "translated", f"checked answer translated into {language}"))
+    return translated, reply
 
 
 def _source_warnings(state: AgentState, reports: list[SourceReport]) -> list[dict[str, Any]]:
