@@ -201,7 +201,8 @@ async def test_a_cooperative_model_answers_with_its_citation(
     # the model chose the search (with the question), the local signals decided, the model wrote
     assert double.steps() == ["call_tools", "answer"]
     assert [r["question"] for r in double.requests] == [QUESTION, QUESTION]
-    assert double.requests[0]["tools"] == ["knowledge_base"]
+    # the allow-list offered: the source asked for, and the two document tools (issue 11)
+    assert double.requests[0]["tools"] == ["knowledge_base", "search_documents", "search_and_ask"]
     assert result.usage.llm_calls == 2 and result.usage.input_tokens > 0
 
 
