@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from grounded_agent.api import aask, ask, astream
+from grounded_agent.api import (
+    aask,
+    aingest,
+    ask,
+    astream,
+    get_document,
+    ingest,
+    list_documents,
+    remove_document,
+)
 from grounded_agent.context import Context
 from grounded_agent.graph.builder import build_graph
 from grounded_agent.schemas import AgentResult, Citation, Finding, InvalidQuestion, ToolOutcome
@@ -18,9 +27,14 @@ __all__ = [
     "ToolOutcome",
     "aask",
     "agent",
+    "aingest",
     "ask",
     "astream",
     "build_graph",
+    "get_document",
+    "ingest",
+    "list_documents",
+    "remove_document",
 ]
 
 
