@@ -13,7 +13,13 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
 from grounded_agent.cli import main
-from grounded_agent.store import KnowledgeStore, SearchFilters, StoreSettings, aingest_paths, open_store
+from grounded_agent.store import (
+    KnowledgeStore,
+    SearchFilters,
+    StoreSettings,
+    aingest_paths,
+    open_store,
+)
 from tests.support.documents import docx_bytes, pdf_bytes, write
 
 pytestmark = pytest.mark.integration

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grounded_agent.loaders import IngestError, load_file
+from grounded_agent.loaders.base import table_text
 from grounded_agent.store.ingest import chunk_document, content_hash, split_paged_text
 from tests.support.documents import docx_bytes, pdf_bytes, write
 
@@ -175,7 +176,7 @@ def test_docx_headings_lists_tables_and_core_properties(tmp_path: Path) -> None:
         ),
         (
             "Onboarding services > Packages > Guided rollout",
-            "Item | Price\nGuided rollout | 6,000 euros",
+            "Item: Guided rollout; Price: 6,000 euros.",  # a row reads as a statement
             None,
         ),
         ("Onboarding services > Training", "Live training costs 450 euros a session.", None),
@@ -200,7 +201,7 @@ def test_html_title_sections_and_dropped_chrome(tmp_path: Path) -> None:
         maintenance.</p><h2>Subscriptions</h2><p>Subscribe by email<br>or by RSS.</p>
         <ul><li>Email</li><li>RSS feed</li></ul>
         <table><tr><th>Channel</th><th>Delay</th></tr><tr><td>Email</td><td>1 minute</td></tr>
-        </table><h3>Webhooks</h3><p>Webhooks post JSON.</p><h2>History</h2>
+        <tr><td>RSS</td><td>15 minutes</td></tr></table><h3>Webhooks</h3><p>Webhooks post JSON.</p><h2>History</h2>
         <p>Incidents are kept for 90 days.</p><!-- COMMENT --></article>
         <aside>SIDEBAR</aside><footer>FOOTERTEXT</footer>
         <noscript>NOSCRIPT</noscript></body></html>""",
@@ -219,7 +220,7 @@ def test_html_title_sections_and_dropped_chrome(tmp_path: Path) -> None:
         (
             "Status page > Subscriptions",
             "Subscribe by email\nor by RSS.\n\n- Email\n\n- RSS feed\n\n"
-            "Channel | Delay\n\nEmail | 1 minute",
+            "Channel: Email; Delay: 1 minute.\nChannel: RSS; Delay: 15 minutes.",
         ),
         ("Status page > Subscriptions > Webhooks", "Webhooks post JSON."),
         ("Status page > History", "Incidents are kept for 90 days."),
@@ -227,6 +228,12 @@ def test_html_title_sections_and_dropped_chrome(tmp_path: Path) -> None:
     for noise in ("SCRIPTTEXT", "SITEHEADER", "NAVLINK", "BREADCRUMB", "SIDEBAR", "FOOTERTEXT",
                   "NOSCRIPT", "COMMENT", "color: red"):
         assert noise not in doc.text
+
+
+def test_tables_without_a_header_row_keep_their_cells() -> None:
+    assert table_text([["Plan", "Pro"]]) == "Plan | Pro"
+    assert table_text([["", "Q1"], ["Revenue", "10"]]) == "Q1\nRevenue | 10"  # no header name
+    assert table_text([["A", "B"], ["1", "2"], ["3", ""]]) == "A: 1; B: 2.\nA: 3."
 
 
 def test_html_without_title_uses_the_first_heading(tmp_path: Path) -> None:

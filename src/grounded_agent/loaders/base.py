@@ -254,3 +254,28 @@ def render_sections(sections: list[Section]) -> str:
         if s.page is not None:
             page = s.page + s.text.count("\f")
     return "".join(out).strip("\n")
+
+
+def table_text(rows: list[list[str]]) -> str:
+    """A table as text a reader and a retriever can use row by row: with a header row of distinct
+    names, each further row reads "Name: value; Name: value."; without one, cells joined by " | "."""
+    rows = [[" ".join(c.split()) for c in row] for row in rows]
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        return ""
+    head = rows[0]
+    keyed = (
+        len(rows) >= 2
+        and len(head) >= 2
+        and all(head)
+        and len(set(head)) == len(head)
+        and all(len(row) == len(head) for row in rows[1:])
+    )
+    if not keyed:
+        return "\n".join(" | ".join(c for c in row if c) for row in rows)
+    lines = []
+    for row in rows[1:]:
+        pairs = [f"{h}: {c}" for h, c in zip(head, row, strict=True) if c]
+        if pairs:
+            lines.append("; ".join(pairs).rstrip(".") + ".")
+    return "\n".join(lines)

@@ -18,6 +18,7 @@ from grounded_agent.loaders.base import (
     merge_meta,
     parse_date,
     render_sections,
+    table_text,
 )
 
 _DROP = (
@@ -152,12 +153,15 @@ class _Walker:
                 self.inline.append("- ")
                 self.visit(child)
                 self.end_paragraph()
-            elif name == "tr":
+            elif name == "table":
                 self.end_paragraph()
-                cells = [" ".join(c.get_text(" ").split()) for c in child.find_all(("td", "th"))]
-                row = " | ".join(c for c in cells if c)
-                if row:
-                    self.paragraphs.append(row)
+                rows = [
+                    [c.get_text(" ") for c in tr.find_all(("td", "th"), recursive=False)]
+                    for tr in child.find_all("tr")
+                ]
+                rendered = table_text(rows)
+                if rendered:
+                    self.paragraphs.append(rendered)
             elif name in _BLOCK or name == "p":
                 self.end_paragraph()
                 self.visit(child)

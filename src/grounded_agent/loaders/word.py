@@ -20,6 +20,7 @@ from grounded_agent.loaders.base import (
     document_from_meta,
     merge_meta,
     render_sections,
+    table_text,
 )
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -83,9 +84,9 @@ def _sections(document: Any) -> list[Section]:
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             end_list()
-            rows = _table_rows(block)
-            if rows:
-                blocks.append("\n".join(rows))
+            rendered = table_text(_table_rows(block))
+            if rendered:
+                blocks.append(rendered)
             continue
         text = " ".join(block.text.split())
         if not text:
@@ -144,16 +145,17 @@ def _is_list_item(paragraph: Any) -> bool:
     return name.lower().startswith("list")
 
 
-def _table_rows(table: Any) -> list[str]:
+def _table_rows(table: Any) -> list[list[str]]:
     rows = []
     for row in table.rows:
         cells: list[str] = []
+        previous = None
         for cell in row.cells:
-            text = " ".join(cell.text.split())
-            if text and (not cells or cells[-1] != text):  # merged cells repeat their text
-                cells.append(text)
-        if cells:
-            rows.append(" | ".join(cells))
+            if cell._tc is previous:  # a merged cell repeats itself across the columns it spans
+                continue
+            previous = cell._tc
+            cells.append(" ".join(cell.text.split()))
+        rows.append(cells)
     return rows
 
 
