@@ -35,7 +35,7 @@ demo: setup
 
 lint: dev
 	$(BIN)/ruff check .
-	$(BIN)/mypy src
+	$(BIN)/mypy src evals
 
 test: dev lint
 	$(BIN)/pytest
@@ -51,4 +51,4 @@ bench: dev
 # sets. Offline by default; `make eval EVAL_ARGS=` uses a configured language model instead.
 EVAL_ARGS ?= --offline
 eval: dev
-	$(BIN)/grounded-agent eval --all --sample 300 --seeds 0 1 2 $(EVAL_ARGS)
+	$(BIN)/python -m evals --all --sample 300 --seeds 0 1 2 $(EVAL_ARGS)

@@ -23,6 +23,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # evals/ and tests/ live in the checkout, not the wheel
 
 from bench_graph import QUESTION, in_process_tool
 
@@ -73,11 +74,11 @@ def _default_limit() -> int:
 
 
 def bench(concurrent: int, latency_s: float, max_concurrency: int) -> dict[str, Any]:
+    from evals.scripted import DecisionFollowingModel
     from grounded_agent import build_graph
-    from grounded_agent.evaluation.scripted import DecisionFollowingModel
     from grounded_agent.serve.app import ServeSettings, create_app
-    from grounded_agent.serve.testing import serving
     from grounded_agent.store import open_store
+    from tests.support.serving import serving
 
     graph = build_graph(chat_model=DecisionFollowingModel(latency_s=latency_s),
                         tools={"knowledge_base": in_process_tool()})

@@ -21,14 +21,15 @@ from typing import Any, TypedDict
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # evals/ and tests/ live in the checkout, not the wheel
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from evals.scripted import DecisionFollowingModel
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.evaluation.scripted import DecisionFollowingModel
 from grounded_agent.nodes.answer import format_sources
 from grounded_agent.prompts.answer import ANSWER_SYSTEM, ANSWER_USER
 from grounded_agent.schemas import Finding, ToolOutcome
@@ -132,8 +133,8 @@ async def overhead(runs: int) -> dict[str, Any]:
 async def model_calls(per_kind: int, seed: int, questions: Path, kb: Path | None) -> dict[str, Any]:
     """Model calls per question of the full graph on a stratified eval sample, with the real store
     and a model that decides as the agent's local logic would; CRAG counted on the same searches."""
-    from grounded_agent.evaluation.data import load_eval_set, stratified_sample
-    from grounded_agent.evaluation.harness import aingest, awarm_up, open_eval_store
+    from evals.data import load_eval_set, stratified_sample
+    from evals.harness import aingest, awarm_up, open_eval_store
 
     eval_set = load_eval_set(questions, kb)
     sample = stratified_sample(eval_set.questions, per_kind, seed)
@@ -181,7 +182,7 @@ async def model_calls(per_kind: int, seed: int, questions: Path, kb: Path | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grounded_agent.evaluation.cli import DEFAULT_DATA
+    from evals.cli import DEFAULT_DATA
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=300)

@@ -8,7 +8,7 @@ the knowledge base with the question, rates the evidence HIGH when the gold pass
 (LOW otherwise), and answers by quoting the sentence of the gold passage that holds a gold answer,
 with the marker number that passage has in the sources block, in the style under test (a second
 sentence quoting another source follows, so a marker handed to the wrong sentence shows). For
-each style, `grounded-agent eval --kinds answerable --systems full_graph --json` runs as a
+each style, `python -m evals --kinds answerable --systems full_graph --json` runs as a
 subprocess with OPENAI_BASE_URL pointing at the double; it ingests the SQuAD knowledge base into
 its own table (once; later runs reuse it) in the configured store.
 

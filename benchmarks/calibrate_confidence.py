@@ -11,7 +11,7 @@ the one that beat it everywhere).
 
 Fitting data: the project KBs named by --fit-kbs and a SQuAD calibration sample that excludes
 the report samples of seeds 0, 1 and 2 (`evaluation.calibrate.calibration_sample`). Everything
-else (the other project KBs, the report samples) is for judging, with `grounded-agent eval`.
+else (the other project KBs, the report samples) is for judging, with `python -m evals`.
 
     .venv/bin/python benchmarks/calibrate_confidence.py [--fit-kbs ...] [--squad-per-kind 200]
 """
@@ -26,13 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # evals/ and tests/ live in the checkout, not the wheel
+
+from evals.calibrate import calibration_sample
+from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir
+from evals.grading import contains_answer
+from evals.harness import aingest, open_eval_store
 from grounded_agent import scoring
 from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
-from grounded_agent.evaluation.calibrate import calibration_sample
-from grounded_agent.evaluation.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir
-from grounded_agent.evaluation.grading import contains_answer
-from grounded_agent.evaluation.harness import aingest, open_eval_store
 from grounded_agent.extractive import extractive_draft
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.context import Context, parse_sources
 from grounded_agent.schemas import AgentResult, InvalidQuestion, validate_question
@@ -23,21 +24,39 @@ if TYPE_CHECKING:
         Removal,
     )
 
+Graph = CompiledStateGraph[Any, Any, Any, Any]
 
-def _inputs(question: str, sources: list[str] | str | None, language: str | None) -> dict[str, Any]:
+
+class AskOptions(TypedDict, total=False):
+    """What ask, aask, arun and astream accept beside the question."""
+
+    sources: list[str] | str | None
+    """Sources to search (knowledge_base, wikipedia, web); default: Context.sources."""
+    language: str | None
+    """Language of the answer; default: the question's."""
+    context: Context | None
+    """Per-run settings (models, thresholds, limits); default: Context()."""
+    graph: Graph | None
+    """A graph from build_graph; default: the package's `agent`."""
+    thread_id: str | None
+    """Conversation thread: follow-up questions see the earlier turns (checkpointed)."""
+
+
+def _inputs(question: str, options: AskOptions) -> dict[str, Any]:
     """Validates before any model or tool call, so bad input costs nothing and loses nothing."""
     # every input key is set, None included: in a thread, a key left out would keep the
     # previous turn's value (and `sources` then holds that turn's per-source reports)
     payload: dict[str, Any] = {
         "question": validate_question(question), "sources": None, "language": None
     }
+    sources = options.get("sources")
     if sources is not None:  # an empty list is a mistake to report, not a request for defaults
         try:
             payload["sources"] = list(parse_sources(sources))
         except ValueError as exc:
             raise InvalidQuestion(str(exc)) from exc
-    if language:
-        payload["language"] = language
+    if options.get("language"):
+        payload["language"] = options.get("language")
     return payload
 
 
@@ -45,94 +64,51 @@ def _config(thread_id: str | None) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}} if thread_id else {}
 
 
-def _graph(
-    graph: CompiledStateGraph[Any, Any, Any, Any] | None,
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    if graph is not None:
-        return graph
-    from grounded_agent.graph.agent import agent
-
-    return agent
-
-
 @asynccontextmanager
-async def _graph_for(
-    graph: CompiledStateGraph[Any, Any, Any, Any] | None, thread_id: str | None
-) -> AsyncIterator[CompiledStateGraph[Any, Any, Any, Any]]:
+async def _graph_for(graph: Graph | None, thread_id: str | None) -> AsyncIterator[Graph]:
     """The graph to run. A thread on the default graph gets a checkpointed copy on the store's
     database, opened in this event loop (the saver's pool cannot cross loops); a caller's own
     graph is used as given, with whatever checkpointer it was compiled with."""
-    if graph is not None or not thread_id:
-        yield _graph(graph)
+    if graph is not None:
+        yield graph
+        return
+    from grounded_agent.graph.agent import agent, default_deps
+
+    if not thread_id:
+        yield agent
         return
     from grounded_agent.checkpoint import open_checkpointer
-    from grounded_agent.graph.agent import default_deps
-    from grounded_agent.graph.builder import build_graph
+    from grounded_agent.graph.builder import compile_graph
 
     async with open_checkpointer(store=default_deps.get_store()) as saver:
-        yield build_graph(deps=default_deps, checkpointer=saver)
+        yield compile_graph(default_deps, checkpointer=saver)
 
 
-async def aask(
-    question: str,
-    *,
-    sources: list[str] | str | None = None,
-    language: str | None = None,
-    context: Context | None = None,
-    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
-    thread_id: str | None = None,
-) -> AgentResult:
+async def aask(question: str, **options: Unpack[AskOptions]) -> AgentResult:
     """Answers one question; raises InvalidQuestion for input the agent refuses."""
-    return await arun(
-        question,
-        sources=sources,
-        language=language,
-        context=context,
-        graph=graph,
-        thread_id=thread_id,
-    )
+    return await arun(question, **options)
 
 
-def ask(
-    question: str,
-    *,
-    sources: list[str] | str | None = None,
-    language: str | None = None,
-    context: Context | None = None,
-    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
-    thread_id: str | None = None,
-) -> AgentResult:
+def ask(question: str, **options: Unpack[AskOptions]) -> AgentResult:
     """Blocking form of `aask`, for scripts and notebooks without a running event loop."""
-    return asyncio.run(
-        aask(
-            question,
-            sources=sources,
-            language=language,
-            context=context,
-            graph=graph,
-            thread_id=thread_id,
-        )
-    )
+    return asyncio.run(arun(question, **options))
 
 
 async def arun(
     question: str,
     *,
     on_step: Callable[[str, dict[str, Any]], None] | None = None,
-    sources: list[str] | str | None = None,
-    language: str | None = None,
-    context: Context | None = None,
-    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
-    thread_id: str | None = None,
+    **options: Unpack[AskOptions],
 ) -> AgentResult:
     """`aask` that reports each node's update to `on_step` as it happens (CLI progress)."""
-    payload = _inputs(question, sources, language)
+    payload = _inputs(question, options)
+    thread_id = options.get("thread_id")
     final: dict[str, Any] = {}
-    async with _graph_for(graph, thread_id) as g:
+    async with _graph_for(options.get("graph"), thread_id) as g:
         async for mode, chunk in g.astream(
             payload,
             config=_config(thread_id),
-            context=context or Context(),
+            context=options.get("context") or Context(),
             stream_mode=["updates", "values"],
         ):
             if mode == "values" and isinstance(chunk, dict):
@@ -144,19 +120,17 @@ async def arun(
 
 
 async def astream(
-    question: str,
-    *,
-    sources: list[str] | str | None = None,
-    language: str | None = None,
-    context: Context | None = None,
-    graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
-    thread_id: str | None = None,
+    question: str, **options: Unpack[AskOptions]
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """Yields (node, update) as each node finishes; the last update is the answer node's."""
-    payload = _inputs(question, sources, language)
-    async with _graph_for(graph, thread_id) as g:
+    payload = _inputs(question, options)
+    thread_id = options.get("thread_id")
+    async with _graph_for(options.get("graph"), thread_id) as g:
         async for chunk in g.astream(
-            payload, config=_config(thread_id), context=context or Context(), stream_mode="updates"
+            payload,
+            config=_config(thread_id),
+            context=options.get("context") or Context(),
+            stream_mode="updates",
         ):
             for node, update in chunk.items():
                 yield node, dict(update or {})

@@ -41,6 +41,17 @@ async def checkpoint_database_url(store: KnowledgeStore | None = None) -> str:
     return await asyncio.to_thread(store.database_url)
 
 
+def state_serializer() -> Any:
+    """LangGraph's serializer, reviving only its own safe types and this package's state models
+    (a checkpoint row never instantiates an arbitrary class)."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from grounded_agent.schemas import Citation, Confidence, Finding, SourceReport, ToolCallRecord
+
+    models = (ToolCallRecord, Finding, Confidence, Citation, SourceReport)
+    return JsonPlusSerializer(allowed_msgpack_modules=[(m.__module__, m.__name__) for m in models])
+
+
 @asynccontextmanager
 async def open_checkpointer(
     database_url: str | None = None,
@@ -74,7 +85,7 @@ async def open_checkpointer(
             f"thread storage: database {redact_url(url)} unreachable ({type(exc).__name__})"
         ) from exc
     try:
-        saver = AsyncPostgresSaver(pool)
+        saver = AsyncPostgresSaver(pool, serde=state_serializer())
         await _setup_once(saver, url)
         yield saver
     finally:

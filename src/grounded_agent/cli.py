@@ -1,4 +1,4 @@
-"""The command line: ask, ingest, docs, demo, serve, eval."""
+"""The command line: ask, ingest, docs, demo, serve."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def render(result: AgentResult) -> str:
         state = s.status if s.status != "error" else f"error: {s.error_kind}"
         count = f", {s.finding_count} result(s)" if s.finding_count is not None else ""
         lines.append(f"  {s.source}: {state} (coverage {s.coverage}{count})")
-    lines.append(f"  queries: {'; '.join(result.queries)}  (attempts {result.attempts}/2)")
+    lines.append(f"  queries: {'; '.join(result.queries)}  (attempts {result.attempts})")
     if result.warnings:
         lines.append("Warnings:")
         lines.extend(f"  - {w.kind}: {w.detail}" for w in result.warnings)
@@ -95,35 +95,38 @@ def _progress(node: str, update: dict[str, Any]) -> None:
         if isinstance(entry, dict):
             detail = f": {entry['detail']}" if entry.get("detail") else ""
             print(
-                f"  · {entry['node']} [{entry['attempt']}/2] {entry['decision']}{detail}",
+                f"  · {entry['node']} [attempt {entry['attempt']}] {entry['decision']}{detail}",
                 file=sys.stderr,
                 flush=True,
             )
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from grounded_agent.api import _inputs, arun
+    from grounded_agent.api import arun
     from grounded_agent.deps import llm_configured
 
-    try:
-        _inputs(args.question, args.sources, args.language)
-    except InvalidQuestion as exc:
-        print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
-        return 2
-    if not llm_configured():
-        print(
-            "grounded-agent: no OPENAI_API_KEY or OPENAI_BASE_URL set: offline mode "
-            "(local scoring, extractive answers)",
-            file=sys.stderr,
-        )
     show = (not args.json and sys.stderr.isatty()) or args.progress
+    offline = not llm_configured()
+
+    def on_step(node: str, update: dict[str, Any]) -> None:
+        nonlocal offline
+        if offline:  # said once the input is accepted, before the first progress line
+            offline = False
+            print(
+                "grounded-agent: no OPENAI_API_KEY or OPENAI_BASE_URL set: offline mode "
+                "(local scoring, extractive answers)",
+                file=sys.stderr,
+            )
+        if show:
+            _progress(node, update)
+
     try:
         result = asyncio.run(
             arun(
                 args.question,
                 sources=args.sources,
                 language=args.language,
-                on_step=_progress if show else None,
+                on_step=on_step,
                 thread_id=args.thread,
             )
         )
@@ -319,12 +322,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from grounded_agent.evaluation.cli import run_eval
-
-    return run_eval(args)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grounded-agent", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log each node decision")
@@ -378,12 +375,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)
-
-    ev = sub.add_parser("eval", help="grounding evaluation on SQuAD-derived data")
-    from grounded_agent.evaluation.cli import add_arguments
-
-    add_arguments(ev)
-    ev.set_defaults(func=cmd_eval)
     return parser
 
 

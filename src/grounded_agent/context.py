@@ -10,7 +10,7 @@ from grounded_agent.prompts.answer import ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
-from grounded_agent.schemas import SOURCE_NAMES, SourceName
+from grounded_agent.schemas import DEFAULT_THRESHOLDS, SOURCE_NAMES, SourceName, Thresholds
 
 MAX_ATTEMPTS = 2
 """Hard cap on attempts per question; Context may lower it, never raise it."""
@@ -56,11 +56,11 @@ class Context:
         metadata={"description": "Sources searched when the input names none."},
     )
     found_threshold: float = field(
-        default=0.75,
+        default=DEFAULT_THRESHOLDS.found,
         metadata={"description": "Calibrated relevance at or above which a passage answers."},
     )
     low_threshold: float = field(
-        default=0.55,
+        default=DEFAULT_THRESHOLDS.low,
         metadata={"description": "Calibrated relevance below which a passage does not count."},
     )
     max_attempts: int = field(
@@ -135,8 +135,14 @@ class Context:
                 raise ValueError(f"{name} must be at least 1")
 
     @property
+    def thresholds(self) -> Thresholds:
+        """This run's relevance cut-offs, the only ones any result is classified by."""
+        return Thresholds(found=self.found_threshold, low=self.low_threshold)
+
+    @property
     def attempt_cap(self) -> int:
-        return max(1, min(self.max_attempts, MAX_ATTEMPTS))
+        """Attempts this run may make (max_attempts, clamped to 1..MAX_ATTEMPTS on creation)."""
+        return self.max_attempts
 
 
 # Keys a remote client may set through config["configurable"]; prompts and budgets stay server-side.

@@ -10,7 +10,7 @@ import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_AUTO: Any = object()
+AUTO: Literal["auto"] = "auto"
+"""`chat_model="auto"`: ChatOpenAI when OPENAI_API_KEY or OPENAI_BASE_URL is set, else offline."""
 
 TOOL_CACHE_SIZE = 8
 """Tool sets kept per process (one per Wikipedia language and timeout in use)."""
@@ -77,11 +78,9 @@ def default_store() -> KnowledgeStore:
 class Deps:
     """What `build_graph` injects. Anything left unset is built on first use, never at import."""
 
-    chat_model: BaseChatModel | Any | None = _AUTO
+    chat_model: BaseChatModel | Literal["auto"] | None = AUTO
     store: KnowledgeStore | None = None
     tools: dict[SourceName, SourceTool] | None = None
-    store_factory: Callable[[], KnowledgeStore] = default_store
-    chat_model_factory: Callable[[Context], BaseChatModel | None] = default_chat_model
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _tool_cache: dict[tuple[Any, ...], dict[SourceName, SourceTool]] = field(
         default_factory=dict, repr=False
@@ -91,12 +90,12 @@ class Deps:
     )
 
     def model(self, ctx: Context) -> BaseChatModel | None:
-        """The injected chat model, or the factory's, built once per model name, base URL and
+        """The injected chat model, or the default one (`default_chat_model`), built once per model name, base URL and
         timeout (a ChatOpenAI per call would rebuild its client every time)."""
-        if self.chat_model is not _AUTO:
-            return self.chat_model  # type: ignore[no-any-return,unused-ignore]
+        if not isinstance(self.chat_model, str):  # injected: a model, or None for offline
+            return self.chat_model
         model: BaseChatModel | None = self._cached(
-            self._model_cache, _model_key(ctx), lambda: self.chat_model_factory(ctx), MODEL_CACHE_SIZE
+            self._model_cache, _model_key(ctx), lambda: default_chat_model(ctx), MODEL_CACHE_SIZE
         )
         return model
 
@@ -116,7 +115,7 @@ class Deps:
     def get_store(self) -> KnowledgeStore:
         with self._lock:
             if self.store is None:
-                self.store = self.store_factory()
+                self.store = default_store()
             return self.store
 
     def available_tools(self, ctx: Context, names: Sequence[str]) -> dict[SourceName, SourceTool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -31,6 +32,18 @@ WarningKind = Literal[
 ]
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """Calibrated-relevance cut-offs: at or above `found` a passage answers, below `low` it does
+    not count. The defaults are Context's; a run passes its own to every classification."""
+
+    found: float = 0.75
+    low: float = 0.55
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
 class Finding(BaseModel):
     """One retrieved passage with everything needed to cite it."""
 
@@ -49,7 +62,9 @@ class Finding(BaseModel):
     language: str | None = None
     chunk_index: int | None = None
     score: float = Field(
-        ge=0.0, le=1.0, description="Calibrated relevance: >=0.75 answers, <0.55 not."
+        ge=0.0,
+        le=1.0,
+        description="Calibrated relevance; the run's Thresholds decide what answers.",
     )
     raw_score: float | None = Field(
         default=None, description="The backend's own score (cosine...)."
@@ -109,6 +124,12 @@ class ToolOutcome(BaseModel):
     def best_score(self) -> float | None:
         return max((i.score for i in self.items), default=None)
 
+    def classified(self, thresholds: Thresholds) -> ToolOutcome:
+        """This outcome judged by `thresholds`; an error stays an error."""
+        if self.status == "error":
+            return self
+        return self.model_copy(update={"status": classify(self.items, thresholds)})
+
     @classmethod
     def error(
         cls,
@@ -136,8 +157,7 @@ class ToolOutcome(BaseModel):
         query: str,
         items: list[Finding],
         *,
-        found_threshold: float = 0.75,
-        low_threshold: float = 0.55,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
         elapsed_ms: float = 0.0,
         ranked: bool = False,
     ) -> ToolOutcome:
@@ -147,7 +167,7 @@ class ToolOutcome(BaseModel):
         return cls(
             source=source,
             query=query,
-            status=classify(ranked_items, found_threshold, low_threshold),
+            status=classify(ranked_items, thresholds),
             coverage="complete",
             finding_count=len(ranked_items),
             items=ranked_items,
@@ -155,12 +175,23 @@ class ToolOutcome(BaseModel):
         )
 
 
-def classify(items: list[Finding], found_threshold: float, low_threshold: float) -> OutcomeStatus:
+class ToolCallRecord(BaseModel):
+    """A tool outcome as the graph keeps it: the attempt and the call that produced it ("" for a
+    requested source that no call reached). Technical details stay in the logs, not in state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    call_id: str = ""
+    outcome: ToolOutcome
+
+
+def classify(items: list[Finding], thresholds: Thresholds) -> OutcomeStatus:
     """found / low_relevance / not_found by the best calibrated score of a completed read."""
     best = max((i.score for i in items), default=None)
-    if best is None or best < low_threshold:
+    if best is None or best < thresholds.low:
         return "not_found"
-    return "found" if best >= found_threshold else "low_relevance"
+    return "found" if best >= thresholds.found else "low_relevance"
 
 
 class Citation(BaseModel):

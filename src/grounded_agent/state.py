@@ -1,4 +1,4 @@
-"""Graph state: what goes in, what the nodes share, what comes out.
+"""Graph state: what goes in and what the nodes share (what comes out is schemas.AgentResult).
 
 Values are plain JSON-able dicts (dumps of the models in schemas.py) so the same state crosses
 checkpoints, LangServe, Studio and the CLI without custom serialisers.
@@ -6,11 +6,23 @@ checkpoints, LangServe, Studio and the CLI without custom serialisers.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired, Required
+from typing import Annotated, Any, Literal, NotRequired, Required
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
+
+from grounded_agent.schemas import (
+    AnswerStatus,
+    Citation,
+    Confidence,
+    Finding,
+    SourceReport,
+    ToolCallRecord,
+)
+
+Grounding = Literal["usable", "all_failed", "nothing_usable"]
+"""What check_grounding found: usable evidence, every source failed, or nothing usable."""
 
 RESET = "__reset__"
 """First element of a list update (or a key of a usage update) that starts the value afresh."""
@@ -56,29 +68,13 @@ class InputState(TypedDict):
     language: NotRequired[str | None]
 
 
-class OutputState(TypedDict, total=False):
-    """The public result; see AgentResult in schemas.py for the field meanings."""
-
-    question: str
-    status: str
-    answer: str
-    citations: list[dict[str, Any]]
-    confidence: dict[str, Any]
-    attempts: int
-    queries: list[str]
-    sources: list[Any]
-    warnings: list[dict[str, Any]]
-    trail: list[dict[str, Any]]
-    usage: dict[str, int]
-
-
 class AgentState(TypedDict, total=False):
     """Everything the nodes share. `sources` holds the requested names on input and the
     per-source reports on output: one public name for both, as the contract asks."""
 
     # input
     question: str
-    sources: list[Any] | None
+    sources: list[str] | list[SourceReport] | None
     language: str | None
     # per turn
     run_id: str
@@ -88,17 +84,17 @@ class AgentState(TypedDict, total=False):
     attempt_cap: int
     query: str
     queries: Annotated[list[str], extend_or_reset]
-    outcomes: Annotated[list[dict[str, Any]], extend_or_reset]
+    outcomes: Annotated[list[ToolCallRecord], extend_or_reset]
     rejected_calls: Annotated[list[dict[str, Any]], extend_or_reset]
     messages: Annotated[list[AnyMessage], replace_messages]
-    evidence: list[dict[str, Any]]
-    grounding: str
-    confidence: dict[str, Any]
+    evidence: list[Finding]
+    grounding: Grounding
+    confidence: Confidence
     offline: bool
     # output
-    status: str
+    status: AnswerStatus
     answer: str
-    citations: list[dict[str, Any]]
+    citations: list[Citation]
     attempts: int
     warnings: Annotated[list[dict[str, Any]], extend_or_reset]
     trail: Annotated[list[dict[str, Any]], extend_or_reset]

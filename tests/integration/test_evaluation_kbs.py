@@ -1,4 +1,4 @@
-"""`grounded-agent eval --all` on one of the project's own knowledge bases, offline, end to end.
+"""`python -m evals --all` on one of the project's own knowledge bases, offline, end to end.
 
 Uses: benchmarks/kbs/<name> (skipped when the project has none yet), all-MiniLM-L6-v2, the
 session's embedded PostgreSQL, the KB's own table. SQuAD is pointed at a folder that does not
@@ -33,8 +33,8 @@ def test_eval_all_on_a_project_kb_prints_one_table_per_kb(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from grounded_agent.cli import main
-    from grounded_agent.evaluation.data import load_kb_dir
+    from evals.cli import main
+    from evals.data import load_kb_dir
 
     kb = _one_kb()
     root = tmp_path / "kbs"
@@ -43,7 +43,7 @@ def test_eval_all_on_a_project_kb_prints_one_table_per_kb(
     monkeypatch.setenv("GROUNDED_AGENT_EVAL_DATA", str(tmp_path / "no-squad-here"))
     monkeypatch.delenv("GROUNDED_AGENT_KB_TABLE", raising=False)
     report_dir = tmp_path / "report"
-    code = main(["eval", "--all", "--kbs-root", str(root), "--offline", "--json",
+    code = main(["--all", "--kbs-root", str(root), "--offline", "--json",
                  "--report", str(report_dir)])
     out, err = capsys.readouterr()
     assert code == 0, err

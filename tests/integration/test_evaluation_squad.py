@@ -1,4 +1,4 @@
-"""`grounded-agent eval` end to end on a tiny SQuAD sample: real embeddings, real embedded store.
+"""`python -m evals` end to end on a tiny SQuAD sample: real embeddings, real embedded store.
 
 Uses: ../shared/eval/squad (skipped when absent), all-MiniLM-L6-v2, an embedded PostgreSQL in a
 temporary home, its own table. The knowledge base is cut down to the sampled questions' gold
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grounded_agent.evaluation.data import read_jsonl, stratified_sample
+from evals.data import read_jsonl, stratified_sample
 from tests.conftest import squad_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 def test_eval_runs_end_to_end_on_three_questions_per_kind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from grounded_agent.cli import main
-    from grounded_agent.evaluation.data import load_jsonl_set
+    from evals.cli import main
+    from evals.data import load_jsonl_set
     from grounded_agent.store.server import stop_embedded_server
 
     questions, kb = squad_path("questions.jsonl"), squad_path("kb_corpus.jsonl")
@@ -57,7 +57,6 @@ def test_eval_runs_end_to_end_on_three_questions_per_kind(
     monkeypatch.delenv("GROUNDED_AGENT_KB_TABLE", raising=False)
     report_dir = tmp_path / "report"
     args = [
-        "eval",
         "--questions",
         str(small_q),
         "--kb",

@@ -16,9 +16,9 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from grounded_agent.graph.builder import build_graph
 from grounded_agent.serve.app import ServeSettings, create_app
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE
-from grounded_agent.serve.testing import serving
 from grounded_agent.store import KnowledgeStore, StoreSettings, open_store
 from tests.fakes import ScriptedSource, finding, found
+from tests.support.serving import serving
 
 pytestmark = pytest.mark.integration
 

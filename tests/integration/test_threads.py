@@ -15,7 +15,6 @@ from grounded_agent.checkpoint import open_checkpointer
 from grounded_agent.context import Context
 from grounded_agent.graph.builder import build_graph
 from grounded_agent.serve.app import ServeSettings, create_app
-from grounded_agent.serve.testing import serving
 from grounded_agent.store import KnowledgeStore
 from tests.fakes import (
     ScriptedChatModel,
@@ -26,6 +25,7 @@ from tests.fakes import (
     text,
     tool_call,
 )
+from tests.support.serving import serving
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,7 @@
 """A model double over real HTTP: an OpenAI-compatible chat-completions server for tests.
 
 It answers each step of the agent the way a cooperative model would, recognising the step by its
-system prompt (as `grounded_agent.evaluation.scripted` does in-process): it calls the knowledge base
+system prompt (as `evals.scripted` does in-process): it calls the knowledge base
 with the question, rates the evidence HIGH, rewrites a query into its key words, and answers by
 quoting a sentence of source 1 with its marker, in a chosen citation style. The "oracle" behaviour
 answers SQuAD-derived questions by quoting the sentence of the gold passage that holds the gold

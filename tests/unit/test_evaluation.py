@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grounded_agent import aask, build_graph
-from grounded_agent.context import Context
-from grounded_agent.evaluation.baselines import plain_rag, thresholds_only
-from grounded_agent.evaluation.data import (
+from evals.baselines import plain_rag, thresholds_only
+from evals.data import (
     EvalDataError,
     EvalQuestion,
     active_versions,
@@ -20,7 +18,7 @@ from grounded_agent.evaluation.data import (
     load_swapped_set,
     stratified_sample,
 )
-from grounded_agent.evaluation.grading import (
+from evals.grading import (
     Response,
     contains_answer,
     credited_score,
@@ -30,13 +28,15 @@ from grounded_agent.evaluation.grading import (
     percentile,
     system_metrics,
 )
-from grounded_agent.evaluation.report import (
+from evals.report import (
     build_report,
     render_kb_table,
     render_table,
     summarise_seeds,
 )
-from grounded_agent.evaluation.scripted import DecisionFollowingModel
+from evals.scripted import DecisionFollowingModel
+from grounded_agent import aask, build_graph
+from grounded_agent.context import Context
 from tests.fakes import ScriptedSource, finding, found
 
 ANSWERABLE = EvalQuestion("a1", "In what country is Normandy located?", "answerable", ("France",), "Normans#0")
@@ -287,18 +287,18 @@ async def test_decision_following_model_takes_the_agents_path() -> None:
 
 
 def test_eval_arguments_parse() -> None:
-    from grounded_agent.cli import build_parser
+    from evals.cli import build_parser
 
     args = build_parser().parse_args(
-        ["eval", "--sample", "5", "--seed", "2", "--kinds", "out_of_kb", "--json", "--holdout-articles", "3"]
+        ["--sample", "5", "--seed", "2", "--kinds", "out_of_kb", "--json", "--holdout-articles", "3"]
     )
     assert (args.sample, args.seed, args.kinds, args.json, args.holdout_articles) == (
         5, 2, ["out_of_kb"], True, 3)
     assert args.questions is None and args.data is None  # resolved at run time, from the cwd
     more = build_parser().parse_args(
-        ["eval", "--all", "--seeds", "0", "1", "2", "--kbs-root", "kbs", "--offline"])
+        ["--all", "--seeds", "0", "1", "2", "--kbs-root", "kbs", "--offline"])
     assert more.all and more.seeds == [0, 1, 2] and more.kbs_root == Path("kbs") and more.offline
-    two = build_parser().parse_args(["eval", "--kb-dir", "a", "--kb-dir", "b", "--swapped"])
+    two = build_parser().parse_args(["--kb-dir", "a", "--kb-dir", "b", "--swapped"])
     assert two.kb_dir == [Path("a"), Path("b")] and two.swapped
 
 
@@ -375,7 +375,7 @@ def test_per_note_breakdown() -> None:
 
 
 def test_reliability_bins_in_the_report() -> None:
-    from grounded_agent.evaluation.plots import reliability_bins, write_reliability_plot
+    from evals.plots import reliability_bins, write_reliability_plot
 
     bins = reliability_bins([(0.05, False, False), (0.95, True, True), (1.0, True, False),
                              (0.55, False, False), (None, True, True)])
@@ -512,10 +512,9 @@ def test_kb_dir_loader_reads_markdown_and_questions(tmp_path: Path) -> None:
                                           encoding="utf-8")
     assert load_kb_dir(kb).corpus_digest() != digest
     # every question is asked, whatever --sample
-    from grounded_agent.cli import build_parser
-    from grounded_agent.evaluation.cli import _questions_for
+    from evals.cli import _questions_for, build_parser
 
-    args = build_parser().parse_args(["eval", "--sample", "1"])
+    args = build_parser().parse_args(["--sample", "1"])
     assert len(_questions_for(s, args, 0)) == 4
 
 
@@ -558,8 +557,7 @@ def test_kb_dir_loader_flags_what_cannot_be_graded(tmp_path: Path) -> None:
 
 
 def test_data_paths_come_from_options_env_or_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grounded_agent.cli import build_parser
-    from grounded_agent.evaluation.cli import default_data_dir, resolve_sets
+    from evals.cli import build_parser, default_data_dir, resolve_sets
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GROUNDED_AGENT_EVAL_DATA", raising=False)
@@ -570,11 +568,11 @@ def test_data_paths_come_from_options_env_or_cwd(tmp_path: Path, monkeypatch: py
     parse = build_parser().parse_args
     # --all without benchmarks/kbs under the cwd: a clear failure
     with pytest.raises(EvalDataError, match="run from the repository root or pass --kbs-root"):
-        resolve_sets(parse(["eval", "--all"]))
+        resolve_sets(parse(["--all"]))
     # with KBs but no SQuAD data: SQuAD skipped with a reason, every KB folder taken
     _tiny_kb(tmp_path / "benchmarks" / "kbs" / "alpha")
     _tiny_kb(tmp_path / "benchmarks" / "kbs" / "beta")
-    specs, skipped = resolve_sets(parse(["eval", "--all"]))
+    specs, skipped = resolve_sets(parse(["--all"]))
     assert [s.label for s in specs] == ["alpha", "beta"]
     assert len(skipped) == 2 and all("GROUNDED_AGENT_EVAL_DATA" in m for m in skipped)
     assert specs[0].load().name == "alpha"
@@ -582,22 +580,22 @@ def test_data_paths_come_from_options_env_or_cwd(tmp_path: Path, monkeypatch: py
     (tmp_path / "squad").mkdir()
     for name in ("questions.jsonl", "kb_corpus.jsonl", "heldout_corpus.jsonl"):
         (tmp_path / "squad" / name).write_text("", encoding="utf-8")
-    specs, skipped = resolve_sets(parse(["eval", "--all", "--kbs-root", "benchmarks/kbs"]))
+    specs, skipped = resolve_sets(parse(["--all", "--kbs-root", "benchmarks/kbs"]))
     assert [s.label for s in specs] == ["squad", "squad-swapped", "alpha", "beta"] and not skipped
     # --swapped without data, --kb-dir alone
     monkeypatch.setenv("GROUNDED_AGENT_EVAL_DATA", str(tmp_path / "nowhere"))
     with pytest.raises(EvalDataError, match="--swapped"):
-        resolve_sets(parse(["eval", "--swapped"]))
-    specs, _ = resolve_sets(parse(["eval", "--kb-dir", "benchmarks/kbs/alpha"]))
+        resolve_sets(parse(["--swapped"]))
+    specs, _ = resolve_sets(parse(["--kb-dir", "benchmarks/kbs/alpha"]))
     assert [s.label for s in specs] == ["alpha"]
 
 
 def test_eval_all_fails_clearly_without_kbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from grounded_agent.cli import main
+    from evals.cli import main
 
     monkeypatch.chdir(tmp_path)
-    assert main(["eval", "--all", "--offline"]) == 2
+    assert main(["--all", "--offline"]) == 2
     assert "--kbs-root" in capsys.readouterr().err
 
 
@@ -605,7 +603,7 @@ def test_eval_all_fails_clearly_without_kbs(tmp_path: Path, monkeypatch: pytest.
 
 
 async def test_run_question_records_rank_best_score_and_cited_versions() -> None:
-    from grounded_agent.evaluation.harness import gold_rank, run_question, versions_of
+    from evals.harness import gold_rank, run_question, versions_of
 
     old = finding(source_id="fees", title="Fees", score=0.9, text="The daily fine is EUR 0.25.")
     old = old.model_copy(update={"version": "2025.1"})

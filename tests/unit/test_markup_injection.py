@@ -18,9 +18,9 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from evals.scripted import _PASSAGE, _SOURCE
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.evaluation.scripted import _PASSAGE, _SOURCE
 from grounded_agent.nodes.check_grounding import tool_message_text
 from grounded_agent.prompts.answer import ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM

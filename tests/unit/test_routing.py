@@ -7,10 +7,23 @@ from typing import Any
 import pytest
 
 from grounded_agent.graph.routing import can_requery, route_after_confidence, route_after_grounding
+from grounded_agent.schemas import Confidence, ToolCallRecord, ToolOutcome
+
+
+def record(status: str) -> ToolCallRecord:
+    """A state entry for one tool call of attempt 1 that ended with `status`."""
+    if status == "error":
+        outcome = ToolOutcome.error("knowledge_base", "q", "unavailable")
+    else:
+        outcome = ToolOutcome(source="knowledge_base", query="q", status="not_found",
+                              coverage="complete", finding_count=0)
+    return ToolCallRecord(attempt=1, call_id="call_1", outcome=outcome)
 
 
 def state(**kw: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"attempt": 1, "attempt_cap": 2, "outcomes": [{"status": "not_found"}]}
+    base: dict[str, Any] = {"attempt": 1, "attempt_cap": 2, "outcomes": [record("not_found")]}
+    if isinstance(kw.get("confidence"), dict):
+        kw["confidence"] = Confidence(**kw["confidence"])
     return {**base, **kw}
 
 
@@ -29,7 +42,7 @@ def test_route_after_grounding(grounding: str, attempt: int, expected: str) -> N
 
 
 def test_only_failed_sources_never_trigger_a_requery() -> None:
-    s = state(grounding="nothing_usable", outcomes=[{"status": "error"}, {"status": "error"}])
+    s = state(grounding="nothing_usable", outcomes=[record("error"), record("error")])
     assert route_after_grounding(s) == "answer"
     assert not can_requery(s)
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from grounded_agent.context import Context
-from grounded_agent.deps import _AUTO, Deps
+from grounded_agent.deps import AUTO, Deps
 from grounded_agent.graph.routing import (
     route_after_confidence,
     route_after_grounding,
@@ -21,7 +21,8 @@ from grounded_agent.nodes.check_grounding import check_grounding
 from grounded_agent.nodes.prepare_question import prepare_question
 from grounded_agent.nodes.reformulate_query import reformulate_query
 from grounded_agent.nodes.score_confidence import score_confidence
-from grounded_agent.state import AgentState, InputState, OutputState
+from grounded_agent.schemas import AgentResult
+from grounded_agent.state import AgentState, InputState
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -37,19 +38,28 @@ RECURSION_LIMIT = 12
 
 def build_graph(
     *,
-    chat_model: BaseChatModel | Any | None = _AUTO,
+    chat_model: BaseChatModel | Literal["auto"] | None = AUTO,
     store: KnowledgeStore | None = None,
     tools: dict[SourceName, SourceTool] | None = None,
     checkpointer: Checkpointer = None,
-    deps: Deps | None = None,
 ) -> CompiledStateGraph[Any, Context, Any, Any]:
     """The graph with its parts injected; anything not passed is built on first use.
 
-    chat_model=None forces offline mode; leaving it out picks ChatOpenAI when a key is set.
+    chat_model=None forces offline mode; "auto" (the default) picks ChatOpenAI when
+    OPENAI_API_KEY or OPENAI_BASE_URL is set. `store` backs the default knowledge_base tool;
+    `tools` replaces the default tools (the allow-list is then exactly these).
     """
-    deps = deps or Deps(chat_model=chat_model, store=store, tools=tools)
+    return compile_graph(
+        Deps(chat_model=chat_model, store=store, tools=tools), checkpointer=checkpointer
+    )
+
+
+def compile_graph(
+    deps: Deps, *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[Any, Context, Any, Any]:
+    """The wiring, over parts held in `deps` (shared by the default graph and its threads)."""
     builder = StateGraph(
-        AgentState, context_schema=Context, input_schema=InputState, output_schema=OutputState
+        AgentState, context_schema=Context, input_schema=InputState, output_schema=AgentResult
     )
     builder.add_node("prepare_question", partial(prepare_question, deps=deps))
     builder.add_node("call_tools", partial(call_tools, deps=deps))

@@ -11,10 +11,10 @@ from grounded_agent.context import MAX_ATTEMPTS
 def can_requery(state: Mapping[str, Any]) -> bool:
     """Another attempt is allowed and could help: a source was read and none of it was broken only."""
     attempt = int(state.get("attempt") or 1)
-    cap = min(int(state.get("attempt_cap") or MAX_ATTEMPTS), MAX_ATTEMPTS)
+    cap = min(int(state.get("attempt_cap") or MAX_ATTEMPTS), MAX_ATTEMPTS)  # the hard cap, whatever the state says
     if attempt >= cap:
         return False
-    return any(o.get("status") != "error" for o in state.get("outcomes") or [])
+    return any(r.outcome.status != "error" for r in state.get("outcomes") or [])
 
 
 def route_after_grounding(
@@ -29,7 +29,8 @@ def route_after_grounding(
 
 
 def route_after_confidence(state: Mapping[str, Any]) -> Literal["reformulate_query", "answer"]:
-    level = (state.get("confidence") or {}).get("level")
+    confidence = state.get("confidence")
+    level = confidence.level if confidence is not None else None
     if level == "LOW" and can_requery(state):
         return "reformulate_query"
     return (

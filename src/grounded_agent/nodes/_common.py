@@ -10,7 +10,12 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from grounded_agent.context import CLIENT_CONFIGURABLE, Context, context_from_config
+from grounded_agent.context import (
+    CLIENT_CONFIGURABLE,
+    MAX_ATTEMPTS,
+    Context,
+    context_from_config,
+)
 from grounded_agent.schemas import ToolOutcome
 
 log = logging.getLogger("grounded_agent.decisions")
@@ -39,7 +44,7 @@ def step(
     record = {
         "run_id": state.get("run_id"),
         "node": node,
-        "attempt": f"{attempt}/2",
+        "attempt": f"{attempt}/{state.get('attempt_cap') or MAX_ATTEMPTS}",
         "decision": decision,
         **fields,
     }
@@ -55,16 +60,11 @@ def nonempty(**fields: Any) -> dict[str, Any]:
 
 def outcomes_of(state: Mapping[str, Any], attempt: int | None = None) -> list[ToolOutcome]:
     """The tool outcomes in state, optionally of one attempt only."""
-    out = []
-    for raw in state.get("outcomes") or []:
-        if attempt is not None and raw.get("attempt") != attempt:
-            continue
-        out.append(
-            ToolOutcome.model_validate(
-                {k: v for k, v in raw.items() if k not in ("attempt", "call_id")}
-            )
-        )
-    return out
+    return [
+        r.outcome
+        for r in state.get("outcomes") or []
+        if attempt is None or r.attempt == attempt
+    ]
 
 
 _RANK = {"found": 3, "low_relevance": 2, "not_found": 1, "error": 0}

@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.citations import MARKER, Checked, check_answer
-from grounded_agent.context import Context
+from grounded_agent.context import MAX_ATTEMPTS, Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.model_calls import Fallback, ModelReply, ask_model
@@ -86,8 +86,8 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     reports = source_reports(list(state.get("requested") or []), final_outcomes(state))
     failed = [r.source for r in reports if r.status == "error"]
     worked = [r.source for r in reports if r.status != "error"]
-    evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
-    confidence = Confidence.model_validate(state.get("confidence") or {})
+    evidence = list(state.get("evidence") or [])
+    confidence = state.get("confidence") or Confidence()
     warnings = _source_warnings(state, reports)
     trail: list[dict[str, Any]] = []
     usable = bool(evidence) and confidence.can_answer and confidence.level in ("HIGH", "MEDIUM")
@@ -124,9 +124,9 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     return {
         "status": status,
         "answer": text,
-        "citations": [c.model_dump(mode="json") for c in citations],
+        "citations": citations,
         "attempts": int(state.get("attempt") or 1),
-        "sources": [r.model_dump(mode="json") for r in reports],
+        "sources": reports,
         "warnings": warnings,
         "trail": trail,
         "history": [{"question": question, "answer": text if citations else "", "status": status}],
@@ -303,7 +303,7 @@ def _stop_reason(state: AgentState, confidence: Confidence, failed: Sequence[str
     if confidence.level == "NOT_RELEVANT":
         return "evidence not relevant: re-querying cannot conjure a missing document"
     if (
-        int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or 2)
+        int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or MAX_ATTEMPTS)
         and not confidence.can_answer
     ):
         return "attempt limit reached"

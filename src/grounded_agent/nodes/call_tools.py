@@ -18,7 +18,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback, ModelReply, ask_model, remaining_time
 from grounded_agent.nodes._common import ctx_of, nonempty, outcomes_of, step
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
-from grounded_agent.schemas import SourceName, ToolOutcome
+from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
 from grounded_agent.state import AgentState
 from grounded_agent.tools.base import SourceTool
 
@@ -83,12 +83,14 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         )
         review.model_calls(ai_message)
     review.fixed_calls(query)  # every requested source is read, so the report says what was
-    outcomes.extend(await asyncio.gather(*(_run(c, state, query) for c in review.calls)))
+    outcomes.extend(await asyncio.gather(*(_run(c, state, ctx.thresholds) for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
     return {
         "outcomes": [
-            {**o.model_dump(mode="json", exclude={"detail"}), "attempt": attempt, "call_id": cid}
+            ToolCallRecord(
+                attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None})
+            )
             for cid, o in outcomes
         ],
         "messages": [*_dialog(ai_message, review.calls), *review.tool_messages],
@@ -202,11 +204,12 @@ class _Review:
             self.calls.append((f"call_{uuid.uuid4().hex[:8]}", tool, args))
 
 
-async def _run(call: Call, state: AgentState, query: str) -> tuple[str, ToolOutcome]:
-    """One call within what the question has left; the tool's own layer applies its timeout and
-    turns every failure into an outcome (tools/base.guarded)."""
+async def _run(call: Call, state: AgentState, thresholds: Thresholds) -> tuple[str, ToolOutcome]:
+    """One call within what the question has left; the tool's own layer applies its timeout,
+    turns every failure into an outcome and classifies a completed read by the run's thresholds
+    (the only classification: check_grounding reads the status as it is)."""
     call_id, tool, args = call
-    return call_id, await tool.run(args, budget_s=remaining_time(state))
+    return call_id, await tool.run(args, budget_s=remaining_time(state), thresholds=thresholds)
 
 
 def _dialog(ai_message: AIMessage | None, calls: list[Call]) -> list[AIMessage]:

@@ -1,4 +1,4 @@
-"""Grounding check: classify each outcome by threshold, tell the model plainly what each one means."""
+"""Grounding check: what the classified outcomes add up to, told to the model plainly per call."""
 
 from __future__ import annotations
 
@@ -10,18 +10,11 @@ from langgraph.runtime import Runtime
 from grounded_agent.context import Context
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.prompts.sources import render_passages
-from grounded_agent.schemas import Finding, ToolOutcome, classify
-from grounded_agent.state import AgentState, fresh
+from grounded_agent.schemas import Finding, ToolOutcome
+from grounded_agent.state import AgentState
 
 MAX_EVIDENCE = 8
 """Passages kept as evidence for scoring and answering, best first."""
-
-
-def reclassify(outcome: ToolOutcome, found: float, low: float) -> ToolOutcome:
-    """Applies this run's thresholds; errors stay errors, whatever their items."""
-    if outcome.status == "error":
-        return outcome
-    return outcome.model_copy(update={"status": classify(outcome.items, found, low)})
 
 
 def tool_message_text(outcome: ToolOutcome, low: float) -> str:
@@ -68,25 +61,20 @@ def collect_evidence(outcomes: list[ToolOutcome], low: float) -> list[Finding]:
 async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     attempt = int(state.get("attempt") or 1)
-    raw = list(state.get("outcomes") or [])
-    outcomes = [reclassify(o, ctx.found_threshold, ctx.low_threshold) for o in outcomes_of(state)]
-    reclassified = [
-        {**o.model_dump(mode="json"), "attempt": r.get("attempt"), "call_id": r.get("call_id")}
-        for o, r in zip(outcomes, raw, strict=True)
-    ]
-    current = [(o, r) for o, r in zip(outcomes, raw, strict=True) if r.get("attempt") == attempt]
+    # classified once, by the run's thresholds, when the tools ran (call_tools)
+    current = outcomes_of(state, attempt)
     messages = [
         ToolMessage(
-            content=tool_message_text(o, ctx.low_threshold),
-            tool_call_id=str(r.get("call_id")),
-            name=o.source,
-            status="error" if o.status in ("error", "not_found") else "success",
+            content=tool_message_text(r.outcome, ctx.low_threshold),
+            tool_call_id=r.call_id,
+            name=r.outcome.source,
+            status="error" if r.outcome.status in ("error", "not_found") else "success",
         )
-        for o, r in current
-        if r.get("call_id")  # a source nobody called gets no reply to a call
+        for r in state.get("outcomes") or []
+        if r.attempt == attempt and r.call_id  # a source nobody called gets no reply to a call
     ]
-    evidence = collect_evidence(outcomes, ctx.low_threshold)
-    failed = [o.source for o, _ in current if o.status == "error"]
+    evidence = collect_evidence(outcomes_of(state), ctx.low_threshold)
+    failed = [o.source for o in current if o.status == "error"]
     if evidence:
         grounding = "usable"
     elif current and len(failed) == len(current):
@@ -101,9 +89,8 @@ async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[
         f"{ctx.low_threshold:.2f}" + (f"; failed: {', '.join(failed)}" if failed else ""),
     }[grounding]
     return {
-        "outcomes": fresh(reclassified),
         "messages": messages,
-        "evidence": [e.model_dump(mode="json") for e in evidence],
+        "evidence": evidence,
         "grounding": grounding,
         "trail": [
             step(

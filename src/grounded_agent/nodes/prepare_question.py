@@ -15,7 +15,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM, CONDENSE_QUESTION_USER
-from grounded_agent.schemas import InvalidQuestion, SourceName, validate_question
+from grounded_agent.schemas import Confidence, InvalidQuestion, SourceName, validate_question
 from grounded_agent.state import RESET, AgentState, fresh
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ async def prepare_question(
         "rejected_calls": fresh(),
         "messages": fresh(),
         "evidence": [],
-        "confidence": {},
+        "confidence": Confidence(),
         "status": "",
         "answer": "",
         "citations": [],
@@ -85,7 +85,7 @@ def _requested(state: AgentState, ctx: Context) -> list[SourceName]:
     """The sources to search. In a thread, `sources` may still hold the previous turn's reports:
     only a list of names counts."""
     raw = state.get("sources")
-    names = raw if raw and all(isinstance(x, str) for x in raw) else ctx.sources
+    names = [str(x) for x in raw] if raw and all(isinstance(x, str) for x in raw) else ctx.sources
     try:
         return parse_sources(names)
     except ValueError as exc:

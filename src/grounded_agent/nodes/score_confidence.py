@@ -13,7 +13,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
-from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
+from grounded_agent.schemas import Confidence, ConfidenceJudgement
 from grounded_agent.scoring import decisive, local_confidence
 from grounded_agent.state import AgentState
 from grounded_agent.structured import structured_call
@@ -35,7 +35,7 @@ async def score_confidence(
 ) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     question = str(state["question"])
-    evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
+    evidence = list(state.get("evidence") or [])
     model = deps.model(ctx)
     def local() -> Confidence:
         return local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
@@ -122,7 +122,7 @@ def _done(
     usage: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     update: dict[str, Any] = {
-        "confidence": conf.model_dump(mode="json"),
+        "confidence": conf,
         "trail": [
             step(
                 state,

@@ -33,5 +33,4 @@ UNAVAILABLE_TEXT = (
     "the answer exists there.{searched_clause} Queries tried: {queries}."
 )
 PARTIAL_TEXT = "Note: {failed} could not be searched; this answer rests on {worked} alone."
-OFFLINE_TEXT = "No language model is configured; answering extractively from the sources."
 """Fixed texts the code composes around an answer; they carry no facts of their own."""

@@ -1,4 +1,4 @@
-"""Calibrated relevance: one [0, 1] scale for every source (>= 0.75 answers, < 0.55 does not)."""
+"""Calibrated relevance: one [0, 1] scale for every source (by default >= 0.75 answers, < 0.55 does not: Context decides)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from grounded_agent.schemas import SourceName, ToolOutcome
+from grounded_agent.schemas import SourceName, Thresholds, ToolOutcome
 from grounded_agent.tools._retry import Failure, SourceFailure
 
 log = logging.getLogger(__name__)
@@ -106,10 +106,15 @@ class SourceTool:
         return self.args_schema.model_validate(raw_args)
 
     async def run(
-        self, args: BaseModel | dict[str, Any], *, budget_s: float | None = None
+        self,
+        args: BaseModel | dict[str, Any],
+        *,
+        budget_s: float | None = None,
+        thresholds: Thresholds | None = None,
     ) -> ToolOutcome:
         """Runs the tool within its timeout, or within `budget_s` (what the question has left)
-        when that is shorter; any failure becomes an error outcome, never a raise."""
+        when that is shorter; any failure becomes an error outcome, never a raise. A completed
+        read is classified here, once, by the run's `thresholds` (default: the tool's own)."""
         query = str(
             getattr(args, "query", None)
             or (args.get("query") if isinstance(args, dict) else "")
@@ -126,7 +131,7 @@ class SourceTool:
             limit, detail = max(0.1, budget_s), "question time budget"
         else:
             limit, detail = self.timeout_s, None
-        return await guarded(
+        outcome = await guarded(
             self.name,
             str(getattr(parsed, "query", query)),
             lambda: self.func(parsed),
@@ -134,6 +139,7 @@ class SourceTool:
             timeout_detail=detail,
             classify=self.classify,
         )
+        return outcome if thresholds is None else outcome.classified(thresholds)
 
     def as_openai_tool(self) -> dict[str, Any]:
         """The function schema bound to the chat model (built once per tool shape)."""

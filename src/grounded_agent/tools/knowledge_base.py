@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from grounded_agent.schemas import ToolOutcome
+from grounded_agent.schemas import DEFAULT_THRESHOLDS, Thresholds, ToolOutcome
 from grounded_agent.tools._retry import Failure
 from grounded_agent.tools.base import SourceTool, default_classify, guarded
 
@@ -22,8 +22,8 @@ log = logging.getLogger(__name__)
 DESCRIPTION = """Search the organisation's own knowledge base: its product documentation, price \
 lists, client contracts, service-level agreements and policies. Use it first for any question \
 about the company, its products, prices, customers, contracts or rules. Returns passages with \
-their document id, title, section, version and date, each with a relevance score in [0, 1] \
-(>= 0.75 answers the question, < 0.55 does not). Only the current version of each document is \
+their document id, title, section, version and date, each with a calibrated relevance score \
+in [0, 1] (higher answers the question better). Only the current version of each document is \
 searched. Write `query` as a short, specific search phrase with the key names and terms of the \
 question (for example "Pro plan monthly price per user"), not as a conversation. Optional \
 filters: `language` (ISO code such as "en"), `doc_ids` (restrict to known document ids), \
@@ -98,8 +98,7 @@ async def _read(
         "knowledge_base",
         query,
         items,
-        found_threshold=found_threshold,
-        low_threshold=low_threshold,
+        thresholds=Thresholds(found_threshold, low_threshold),
         elapsed_ms=elapsed(),
         ranked=True,  # the store orders by which passage answers, not by relevance alone
     )
@@ -111,8 +110,8 @@ async def search_knowledge_base(
     k: int = 5,
     filters: SearchFilters | None = None,
     *,
-    found_threshold: float = 0.75,
-    low_threshold: float = 0.55,
+    found_threshold: float = DEFAULT_THRESHOLDS.found,
+    low_threshold: float = DEFAULT_THRESHOLDS.low,
 ) -> ToolOutcome:
     """One knowledge-base read as a ToolOutcome; a failed read is an error, never "no results"."""
     return await guarded(
@@ -128,8 +127,8 @@ def make_knowledge_base_tool(
     store: KnowledgeStore,
     *,
     timeout_s: float = 12.0,
-    found_threshold: float = 0.75,
-    low_threshold: float = 0.55,
+    found_threshold: float = DEFAULT_THRESHOLDS.found,
+    low_threshold: float = DEFAULT_THRESHOLDS.low,
 ) -> SourceTool:
     """The allow-listed knowledge_base tool bound to `store`."""
 

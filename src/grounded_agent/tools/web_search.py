@@ -29,7 +29,7 @@ from tavily.errors import (
 )
 from tavily.errors import TimeoutError as TavilyTimeoutError
 
-from grounded_agent.schemas import Finding, ToolOutcome
+from grounded_agent.schemas import DEFAULT_THRESHOLDS, Finding, Thresholds, ToolOutcome
 from grounded_agent.tools._retry import (
     Failure,
     RetryPolicy,
@@ -227,8 +227,8 @@ async def search_web(
     topic: Topic = "general",
     time_range: TimeRange | None = None,
     timeout_s: float = 12.0,
-    found_threshold: float = 0.75,
-    low_threshold: float = 0.55,
+    found_threshold: float = DEFAULT_THRESHOLDS.found,
+    low_threshold: float = DEFAULT_THRESHOLDS.low,
     max_retries: int = 2,
     backoff_s: float = 0.5,
     base_url: str = TAVILY_BASE_URL,
@@ -318,8 +318,7 @@ async def _search(
         "web",
         query,
         items,
-        found_threshold=found_threshold,
-        low_threshold=low_threshold,
+        thresholds=Thresholds(found_threshold, low_threshold),
         elapsed_ms=elapsed(),
     )
 
@@ -329,8 +328,8 @@ def make_web_search_tool(
     *,
     api_key: str | SecretStr | None = None,
     timeout_s: float = 12.0,
-    found_threshold: float = 0.75,
-    low_threshold: float = 0.55,
+    found_threshold: float = DEFAULT_THRESHOLDS.found,
+    low_threshold: float = DEFAULT_THRESHOLDS.low,
     max_retries: int = 2,
     backoff_s: float = 0.5,
     base_url: str = TAVILY_BASE_URL,

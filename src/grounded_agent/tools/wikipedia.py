@@ -27,7 +27,7 @@ import requests
 from pydantic import BaseModel, Field
 from wikipedia.exceptions import DisambiguationError, PageError
 
-from grounded_agent.schemas import Finding, ToolOutcome
+from grounded_agent.schemas import DEFAULT_THRESHOLDS, Finding, Thresholds, ToolOutcome
 from grounded_agent.tools._retry import (
     Failure,
     SourceFailure,
@@ -539,8 +539,8 @@ async def search_wikipedia(
     language: str = "en",
     max_pages: int = 2,
     timeout_s: float = 12.0,
-    found_threshold: float = 0.75,
-    low_threshold: float = 0.55,
+    found_threshold: float = DEFAULT_THRESHOLDS.found,
+    low_threshold: float = DEFAULT_THRESHOLDS.low,
     search_results: int = 10,
     search_page_size: int = 10,
     passages_per_page: int = 3,
@@ -606,8 +606,7 @@ async def _search(settings: _Settings, scorer: RelevanceScorer, timeout_s: float
         "wikipedia",
         settings.query,
         items,
-        found_threshold=settings.found_threshold,
-        low_threshold=settings.low_threshold,
+        thresholds=Thresholds(settings.found_threshold, settings.low_threshold),
         elapsed_ms=(time.perf_counter() - started) * 1000,
     )
 
@@ -627,8 +626,8 @@ def make_wikipedia_tool(
     *,
     language: str = "en",
     timeout_s: float = 12.0,
-    found_threshold: float = 0.75,
-    low_threshold: float = 0.55,
+    found_threshold: float = DEFAULT_THRESHOLDS.found,
+    low_threshold: float = DEFAULT_THRESHOLDS.low,
 ) -> SourceTool:
     """The allow-listed "wikipedia" tool: one read of at most `timeout_s`."""
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from grounded_agent.evaluation.data import KINDS, NOTES, EvalQuestion
+from evals.data import KINDS, NOTES, EvalQuestion
 
 ANSWERED_STATUSES = frozenset({"answered", "answered_with_caveat", "partial"})
 ABSTAINED_STATUSES = frozenset({"not_found", "unavailable"})

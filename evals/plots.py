@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grounded_agent.evaluation.baselines import SYSTEMS
-from grounded_agent.evaluation.data import KINDS
-from grounded_agent.evaluation.grading import OUTCOMES, Graded
+from evals.baselines import SYSTEMS
+from evals.data import KINDS
+from evals.grading import OUTCOMES, Graded
 
 COLOURS = {"correct": "#2e7d32", "abstained": "#9e9e9e", "wrong": "#ef6c00", "hallucinated": "#c62828"}
 RELIABILITY_BINS = 10

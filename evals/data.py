@@ -146,7 +146,7 @@ def load_jsonl_set(questions: Path, kb: Path) -> EvalSet:
 
 
 def _contains(text_norm: str, answer: str) -> bool:
-    from grounded_agent.evaluation.grading import normalise
+    from evals.grading import normalise
 
     needle = normalise(answer)
     return bool(needle) and f" {needle} " in text_norm
@@ -177,7 +177,7 @@ def load_swapped_set(data_dir: Path) -> EvalSet:
         if not p.exists():
             raise EvalDataError(f"{what} file {p} not found: the swapped set is built from "
                                 f"questions.jsonl and heldout_corpus.jsonl in {data_dir}")
-    from grounded_agent.evaluation.grading import normalise
+    from evals.grading import normalise
 
     paragraphs = {str(d.get("doc_id")): f" {normalise(str(d.get('text') or ''))} "
                   for d in read_jsonl(heldout)}
@@ -264,7 +264,7 @@ def load_kb_dir(kb_dir: Path) -> EvalSet:
         if not p.exists():
             raise EvalDataError(f"{what} {p} not found: a project KB folder holds docs/*.md and "
                                 "questions.jsonl (see benchmarks/README.md)")
-    from grounded_agent.evaluation.grading import normalise
+    from evals.grading import normalise
 
     docs = read_kb_dir_docs(docs_dir)
     if not docs:

@@ -1,4 +1,4 @@
-"""`grounded-agent eval`: arguments, and the run from data files to a report directory.
+"""`python -m evals`: arguments, and the run from data files to a report directory.
 
 What is evaluated (several may be combined; default: the SQuAD-derived set):
 - the SQuAD-derived set in `--data` (questions.jsonl + kb_corpus.jsonl), or `--questions`/`--kb`;
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 import time
@@ -26,8 +27,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grounded_agent.evaluation.baselines import SYSTEMS
-from grounded_agent.evaluation.data import (
+from evals.baselines import SYSTEMS
+from evals.data import (
     KINDS,
     EvalDataError,
     EvalQuestion,
@@ -126,7 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _err(msg: str) -> None:
-    print(f"grounded-agent eval: {msg}", file=sys.stderr)
+    print(f"evals: {msg}", file=sys.stderr)
 
 
 @dataclass
@@ -244,7 +245,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def render_single(result: dict[str, Any]) -> str:
     """One KB: the detailed per-kind table (one seed) and the KB table."""
-    from grounded_agent.evaluation.report import render_kb_table, render_table
+    from evals.report import render_kb_table, render_table
 
     parts = [] if "per_seed" in result else [render_table(result)]
     return "\n\n".join([*parts, render_kb_table(result)])
@@ -269,7 +270,7 @@ def _questions_for(eval_set: EvalSet, args: argparse.Namespace, seed: int) -> li
 async def _arun_sets(
     args: argparse.Namespace, specs: Sequence[SetSpec], report_root: Path, single: bool
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    from grounded_agent.evaluation.report import render_kb_table
+    from evals.report import render_kb_table
 
     results: dict[str, dict[str, Any]] = {}
     failures: list[str] = []
@@ -304,10 +305,10 @@ async def _arun_set(
     set_dir: Path,
 ) -> dict[str, Any]:
     """One knowledge base: ingest once, then one run per seed; the report, or the seeds' mean."""
+    from evals.harness import aingest, awarm_up, open_eval_store
+    from evals.report import summarise_seeds
     from grounded_agent.context import Context
-    from grounded_agent.deps import _AUTO, llm_configured
-    from grounded_agent.evaluation.harness import aingest, awarm_up, open_eval_store
-    from grounded_agent.evaluation.report import summarise_seeds
+    from grounded_agent.deps import AUTO, llm_configured
     from grounded_agent.graph.builder import build_graph
 
     offline = args.offline or not llm_configured()
@@ -328,7 +329,7 @@ async def _arun_set(
         if args.low_threshold is not None:
             kwargs["low_threshold"] = args.low_threshold
         ctx = Context(sources=["knowledge_base"], **kwargs)
-        graph = build_graph(chat_model=None if offline else _AUTO, store=store)
+        graph = build_graph(chat_model=None if offline else AUTO, store=store)
         counts = await _acounts(store)
         base_meta = {
             "set": spec.label,
@@ -374,7 +375,7 @@ def write_summary(
     summary: dict[str, Any], directory: Path, *, plots: bool, thresholds: Sequence[float]
 ) -> None:
     """summary.json (the seeds' mean) and the pooled reliability.png in the KB's folder."""
-    from grounded_agent.evaluation.plots import write_reliability_plot
+    from evals.plots import write_reliability_plot
 
     directory.mkdir(parents=True, exist_ok=True)
     if plots and summary.get("reliability"):
@@ -398,9 +399,9 @@ async def _arun_seed(
     args: argparse.Namespace, store: KnowledgeStore, graph: Any, ctx: Any,
     sample: list[EvalQuestion], meta: dict[str, Any], run_dir: Path,
 ) -> dict[str, Any]:
-    from grounded_agent.evaluation.harness import arun_sample
-    from grounded_agent.evaluation.plots import write_plots, write_reliability_plot
-    from grounded_agent.evaluation.report import build_report, write_report
+    from evals.harness import arun_sample
+    from evals.plots import write_plots, write_reliability_plot
+    from evals.report import build_report, write_report
 
     started = time.perf_counter()
     run = await arun_sample(sample, store=store, graph=graph, ctx=ctx, systems=args.systems,
@@ -422,3 +423,20 @@ async def _arun_seed(
     report["meta"]["total_seconds"] = round(time.perf_counter() - started, 1)
     write_report(report, run.rows, run_dir)
     return report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evals",
+        description="Grounding evaluation on the SQuAD-derived set and the project's own KBs.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `python -m evals` (and `make eval`), from the repository root."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    logging.basicConfig(level=logging.ERROR, format="evals: %(levelname)s %(name)s: %(message)s")
+    return run_eval(build_parser().parse_args(argv))

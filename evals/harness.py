@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.baselines import SYSTEMS, plain_rag, thresholds_only
+from evals.data import EvalQuestion, EvalSet
+from evals.grading import Graded, Response, grade
 from grounded_agent.context import Context
-from grounded_agent.evaluation.baselines import SYSTEMS, plain_rag, thresholds_only
-from grounded_agent.evaluation.data import EvalQuestion, EvalSet
-from grounded_agent.evaluation.grading import Graded, Response, grade
 from grounded_agent.schemas import Finding
 
 if TYPE_CHECKING:

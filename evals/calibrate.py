@@ -1,6 +1,6 @@
 """Calibration of the local scorer on questions kept apart from the reported samples.
 
-`python -m grounded_agent.evaluation.calibrate` draws a calibration sample that excludes the
+`python -m evals.calibrate` draws a calibration sample that excludes the
 report samples (seeds 0 and 2 by default), records every knowledge-base search the agent makes on
 it once (`CachedSearch`), and then re-runs the whole offline graph and the baselines from that
 record in seconds, so cut-offs in `grounded_agent.scoring` can be compared without re-embedding.
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grounded_agent.evaluation.data import (
+from evals.data import (
     KINDS,
     EvalQuestion,
     load_eval_set,
@@ -75,8 +75,8 @@ async def arun(
     sample: Sequence[EvalQuestion], searcher: Any, concurrency: int = 4
 ) -> list[Any]:
     """The offline graph and both baselines over `sample`, searches served by `searcher`."""
+    from evals.harness import arun_sample
     from grounded_agent.context import Context
-    from grounded_agent.evaluation.harness import arun_sample
     from grounded_agent.graph.builder import build_graph
     from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
 
@@ -88,11 +88,11 @@ async def arun(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grounded_agent.evaluation.cli import DEFAULT_DATA
-    from grounded_agent.evaluation.grading import system_metrics
-    from grounded_agent.evaluation.harness import open_eval_store
+    from evals.cli import DEFAULT_DATA
+    from evals.grading import system_metrics
+    from evals.harness import open_eval_store
 
-    p = argparse.ArgumentParser(prog="python -m grounded_agent.evaluation.calibrate")
+    p = argparse.ArgumentParser(prog="python -m evals.calibrate")
     p.add_argument("--questions", type=Path, default=DEFAULT_DATA / "questions.jsonl")
     p.add_argument("--kb", type=Path, default=DEFAULT_DATA / "kb_corpus.jsonl")
     p.add_argument("--per-kind", type=int, default=600)

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from grounded_agent.evaluation.baselines import SYSTEMS
-from grounded_agent.evaluation.data import KINDS, NOTES
-from grounded_agent.evaluation.grading import Graded, retrieval_metrics, system_metrics
+from evals.baselines import SYSTEMS
+from evals.data import KINDS, NOTES
+from evals.grading import Graded, retrieval_metrics, system_metrics
 
 # Offline-mode targets of the full graph (issue 6).
 TARGETS: dict[str, tuple[str, str, float]] = {
@@ -48,7 +48,7 @@ def build_report(
 ) -> dict[str, Any]:
     """Metrics per system (by kind, by note, pooled, credited), retrieval, the full graph's
     targets and failure breakdown, and (given `best_scores`) the reliability bins."""
-    from grounded_agent.evaluation.plots import reliability_bins
+    from evals.plots import reliability_bins
 
     systems = [s for s in SYSTEMS if any(r.system == s for r in rows)]
     metrics = {s: system_metrics([r for r in rows if r.system == s]) for s in systems}
