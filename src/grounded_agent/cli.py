@@ -193,7 +193,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def _version_line(v: Any) -> str:
     """One version of `docs list`: id, version, status, date, chunks, pages, format, title."""
-    pages = f"{v.pages} p." if v.pages else ""
+    pages = f"{v.pages} page{'s' if v.pages > 1 else ''}" if v.pages else ""
     cols = [
         v.doc_id,
         v.version or "-",

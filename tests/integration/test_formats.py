@@ -273,7 +273,9 @@ def test_cli_docs_commands_and_sync(
         assert main(["docs", "remove", "onboarding"]) == 0
         assert "removed onboarding: 1 version(s), 1 chunk(s)" in capsys.readouterr().out
         assert main(["docs", "list"]) == 0
-        assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["guide"]
+        listed = capsys.readouterr().out.splitlines()
+        assert [line.split()[0] for line in listed] == ["guide"]
+        assert "active" in listed[0] and "3 pages" in listed[0] and "pdf" in listed[0]
         assert main(["docs", "list", "--all-versions"]) == 0
         assert "onboarding  -  removed" in capsys.readouterr().out
 

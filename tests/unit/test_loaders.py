@@ -293,3 +293,20 @@ def test_an_owner_password_alone_does_not_stop_reading(tmp_path: Path) -> None:
     path = write(tmp_path / "open.pdf", pdf_bytes([[("p", "Readable text.")]], owner_password="o"))
     [doc], _ = load_file(path)
     assert doc.text == "Readable text."
+
+
+def test_pdf_contents_entries_are_not_headings(tmp_path: Path) -> None:
+    pages = [
+        [("title", "Manual"), ("h2", "1 Introduction . . . . . . . . . . 2"), ("p", "Read on.")],
+        [("h1", "1 Introduction"), ("p", "The body of the introduction.")],
+    ]
+    [doc], _ = load_file(write(tmp_path / "manual.pdf", pdf_bytes(pages)))
+    got = [(" > ".join(s.path), s.page) for s in doc.sections or []]
+    assert got == [("Manual", 1), ("Manual > 1 Introduction", 2)]
+    assert "1 Introduction . . ." in (doc.sections or [])[0].text
+
+
+def test_a_one_page_scan_says_so(tmp_path: Path) -> None:
+    path = write(tmp_path / "scan.pdf", pdf_bytes([[("p", "x")]], image_only=True))
+    with pytest.raises(IngestError, match=r"^no text layer \(scanned PDF\?\): its page has no"):
+        load_file(path)

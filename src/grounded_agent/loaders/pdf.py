@@ -43,6 +43,7 @@ PARAGRAPH_GAP = 1.4
 _PAGE_NUMBER = re.compile(r"^\W*(page\s*)?\d{1,4}(\s*(of|/)\s*\d{1,4})?\W*$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?:;…)\]\"”’]$")
 _WORDISH = re.compile(r"[^\W\d_]")
+_DOT_LEADER = re.compile(r"(\.\s?){4,}\s*\d*\s*$")
 _BULLET = re.compile(r"^([•◦▪‣○●■□–\-*]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s")
 
 
@@ -126,10 +127,9 @@ def load_pdf(path: Path, raw: bytes, sidecar: dict[str, Any]) -> list[SourceDocu
     if not pages:
         raise IngestError("corrupt PDF: no pages")
     if not any(line.text.strip() for lines in pages for line in lines):
-        n = len(pages)
+        which = "its page has no" if len(pages) == 1 else f"none of its {len(pages)} pages has"
         raise IngestError(
-            f"no text layer (scanned PDF?): none of its {n} page{'s' if n > 1 else ''} has "
-            "text to index; run OCR on it first"
+            f"no text layer (scanned PDF?): {which} text to index; run OCR on it first"
         )
     sections = sections_from_lines(pages)
     if not sections:
@@ -259,6 +259,7 @@ def _is_heading(line: _Line, body: float | None) -> bool:
         and line.size >= body * HEADING_RATIO
         and len(line.text) <= MAX_HEADING_CHARS
         and _WORDISH.search(line.text) is not None
+        and _DOT_LEADER.search(line.text) is None  # a table of contents entry
     )
 
 
