@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from grounded_agent.api import aask, ask, astream
+from grounded_agent.api import (
+    aask,
+    aingest,
+    ask,
+    astream,
+    get_document,
+    ingest,
+    list_documents,
+    remove_document,
+)
 from grounded_agent.context import Context
 from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
 from grounded_agent.graph.builder import build_graph
@@ -23,10 +32,15 @@ __all__ = [
     "ToolOutcome",
     "aask",
     "agent",
+    "aingest",
     "asearch",
     "ask",
     "astream",
     "build_graph",
+    "get_document",
+    "ingest",
+    "list_documents",
+    "remove_document",
     "search",
 ]
 

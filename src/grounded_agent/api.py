@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -13,6 +14,15 @@ from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.context import Context, parse_sources
 from grounded_agent.schemas import AgentResult, InvalidQuestion, validate_question
+
+if TYPE_CHECKING:
+    from grounded_agent.store import (
+        DocumentDetail,
+        DocumentVersion,
+        IngestReport,
+        KnowledgeStore,
+        Removal,
+    )
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -124,3 +134,59 @@ async def astream(
         ):
             for node, update in chunk.items():
                 yield node, dict(update or {})
+
+
+# --- the knowledge base: the CLI's `ingest` and `docs` commands in Python -------------------------
+
+
+def _store(store: KnowledgeStore | None) -> KnowledgeStore:
+    """The given store, else the one the default agent searches (built once per process)."""
+    if store is not None:
+        return store
+    from grounded_agent.graph.agent import default_deps
+
+    return default_deps.get_store()
+
+
+async def aingest(
+    paths: Sequence[str | Path] | str | Path,
+    *,
+    sync: bool = False,
+    store: KnowledgeStore | None = None,
+) -> IngestReport:
+    """Ingests files and directories (Markdown, text, JSON Lines, PDF, Word, HTML) into the
+    knowledge base; `sync` removes documents of a directory whose files are gone."""
+    from grounded_agent.store.ingest import aingest_paths
+
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    return await aingest_paths([Path(p) for p in items], _store(store), sync=sync)
+
+
+def ingest(
+    paths: Sequence[str | Path] | str | Path,
+    *,
+    sync: bool = False,
+    store: KnowledgeStore | None = None,
+) -> IngestReport:
+    """Blocking form of `aingest`."""
+    from grounded_agent.store.ingest import ingest_paths
+
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    return ingest_paths([Path(p) for p in items], _store(store), sync=sync)
+
+
+def list_documents(
+    *, all_versions: bool = False, store: KnowledgeStore | None = None
+) -> list[DocumentVersion]:
+    """The searched version of each document (`all_versions`: every version and its status)."""
+    return _store(store).list_documents(all_versions=all_versions)
+
+
+def get_document(doc_id: str, *, store: KnowledgeStore | None = None) -> DocumentDetail | None:
+    """A document's versions and chunks (section, page of each), or None if there is none."""
+    return _store(store).get_document(doc_id)
+
+
+def remove_document(doc_id: str, *, store: KnowledgeStore | None = None) -> Removal | None:
+    """Stops searching a document at once (all its versions); None if there is no such id."""
+    return _store(store).remove_document(doc_id)

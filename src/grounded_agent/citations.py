@@ -367,6 +367,7 @@ def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
             title=sources[old - 1].title,
             section=sources[old - 1].section,
             version=sources[old - 1].version,
+            page=sources[old - 1].page,
             url=sources[old - 1].url,
             document_date=sources[old - 1].document_date,
             indexed_at=sources[old - 1].indexed_at,

@@ -1,4 +1,4 @@
-"""The command line: ask, search, ingest, demo, serve."""
+"""The command line: ask, search, ingest, docs, demo, serve."""
 
 from __future__ import annotations
 
@@ -117,6 +117,8 @@ def render(result: AgentResult) -> str:
             if section.startswith(c.title):  # heading paths start with the document's own title
                 section = section[len(c.title) :].lstrip(" >")
             where = " > ".join(x for x in (c.title, section) if x)
+            if c.page is not None:
+                where += f", p. {c.page}"
             meta = ", ".join(
                 x
                 for x in (
@@ -243,19 +245,96 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if missing:
         print(f"grounded-agent: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if args.sync and not any(p.is_dir() for p in paths):
+        print("grounded-agent: --sync needs a directory", file=sys.stderr)
+        return 2
     store = open_store()
-    report = ingest_paths(paths, store, progress=not args.json and sys.stderr.isatty())
+    report = ingest_paths(
+        paths, store, progress=not args.json and sys.stderr.isatty(), sync=args.sync
+    )
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
+        extra = f", restored: {report.restored}" if report.restored else ""
+        if args.sync:
+            extra += f", removed (file gone): {report.removed}"
         print(
             f"documents: {report.documents}, chunks: {report.chunks}, skipped: {report.skipped}, "
-            f"replaced: {report.replaced}, deactivated: {report.deactivated}, "
+            f"replaced: {report.replaced}, deactivated: {report.deactivated}{extra}, "
             f"errors: {len(report.errors)}"
         )
         for err in report.errors:
             print(f"  error: {err.file}: {err.reason}", file=sys.stderr)
     return 1 if report.errors and not report.documents else 0
+
+
+def _version_line(v: Any) -> str:
+    """One version of `docs list`: id, version, status, date, chunks, pages, format, title."""
+    pages = f"{v.pages} page{'s' if v.pages > 1 else ''}" if v.pages else ""
+    cols = [
+        v.doc_id,
+        v.version or "-",
+        v.status,
+        str(v.document_date or "-"),
+        f"{v.chunks} chunks",
+        pages,
+        v.format or "",
+        v.title,
+    ]
+    return "  ".join(c for c in cols if c)
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from grounded_agent.store import open_store
+
+    store = open_store()
+    if args.docs_command == "list":
+        versions = store.list_documents(all_versions=args.all_versions)
+        if args.json:
+            print(json.dumps([v.model_dump(mode="json") for v in versions], indent=2))
+        elif not versions:
+            print("no documents: add some with 'grounded-agent ingest PATH...'")
+        else:
+            for v in versions:
+                print(_version_line(v))
+        return 0
+    if args.docs_command == "show":
+        detail = store.get_document(args.doc_id)
+        if detail is None:
+            print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
+            return 1
+        if args.json:
+            print(detail.model_dump_json(indent=2))
+            return 0
+        for v in detail.versions:
+            print(_version_line(v))
+            for label, value in (
+                ("file", v.source_path),
+                ("url", v.source_url),
+                ("language", v.language),
+                ("indexed", v.indexed_at),
+            ):
+                if value:
+                    print(f"    {label}: {value}")
+        shown = next((v for v in detail.versions if v.status == "active"), detail.versions[0])
+        print(f"\nchunks of version {shown.version or '-'}:")
+        for c in detail.chunks:
+            if c.version == shown.version:
+                page = f"p. {c.page}  " if c.page is not None else ""
+                print(f"  {c.chunk_index:>3}  {page}{c.section or '-'}: {c.preview[:70]}")
+        return 0
+    removal = store.remove_document(args.doc_id)
+    if removal is None:
+        print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(removal.model_dump_json(indent=2))
+    else:
+        print(
+            f"removed {removal.doc_id}: {removal.versions} version(s), {removal.chunks} chunk(s) "
+            "no longer searched (ingest its file again to bring it back)"
+        )
+    return 0
 
 
 _DEMO_SOURCES = re.compile(r"\[sources:\s*([a-z_, ]+)\]")
@@ -350,10 +429,34 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print the result object as JSON")
     search.set_defaults(func=cmd_search)
 
-    ingest = sub.add_parser("ingest", help="add Markdown, text or JSON Lines documents")
+    ingest = sub.add_parser(
+        "ingest", help="add documents: Markdown, text, JSON Lines, PDF, Word (.docx), HTML"
+    )
     ingest.add_argument("paths", nargs="+")
     ingest.add_argument("--json", action="store_true", help="print the report as JSON")
+    ingest.add_argument(
+        "--sync",
+        action="store_true",
+        help="remove documents ingested earlier from a given directory whose files are gone",
+    )
     ingest.set_defaults(func=cmd_ingest)
+
+    docs = sub.add_parser("docs", help="list, show or remove documents of the knowledge base")
+    docs_sub = docs.add_subparsers(dest="docs_command", required=True)
+    docs_list = docs_sub.add_parser("list", help="the searched documents, one line each")
+    docs_list.add_argument("--json", action="store_true", help="print them as JSON")
+    docs_list.add_argument(
+        "--all-versions",
+        action="store_true",
+        help="every version: superseded, declared inactive and removed ones too",
+    )
+    docs_show = docs_sub.add_parser("show", help="a document's versions and chunks")
+    docs_show.add_argument("doc_id")
+    docs_show.add_argument("--json", action="store_true", help="print it as JSON")
+    docs_remove = docs_sub.add_parser("remove", help="stop searching a document, at once")
+    docs_remove.add_argument("doc_id")
+    docs_remove.add_argument("--json", action="store_true", help="print the result as JSON")
+    docs.set_defaults(func=cmd_docs)
 
     demo = sub.add_parser("demo", help="ingest the sample knowledge base and ask its questions")
     root = Path(__file__).resolve().parents[2]

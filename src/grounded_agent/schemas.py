@@ -207,6 +207,9 @@ class Citation(BaseModel):
     title: str
     section: str | None = None
     version: str | None = None
+    page: int | None = Field(
+        default=None, description="The page the cited passage starts on (PDF), else None."
+    )
     url: str | None = None
     document_date: date | None = None
     indexed_at: datetime | None = None

@@ -57,6 +57,28 @@ async def test_answer_in_the_knowledge_base_cites_the_right_document(graph) -> N
     assert result.sources[0].status == "found" and result.sources[0].finding_count
 
 
+async def test_an_answer_from_the_sample_pdf_cites_its_page(graph) -> None:  # type: ignore[no-untyped-def]
+    result = await aask(
+        "How many IP address ranges can an Enterprise workspace allow-list?",
+        graph=graph,
+        context=CTX,
+    )
+    assert result.status == "answered"
+    assert [(c.source_id, c.page) for c in result.citations] == [("lumenary-admin-guide", 3)]
+    assert "50" in result.answer
+
+
+async def test_an_answer_from_the_sample_word_file_cites_its_section(graph) -> None:  # type: ignore[no-untyped-def]
+    result = await aask(
+        "How much does the Guided rollout onboarding package cost?", graph=graph, context=CTX
+    )
+    assert result.status == "answered"
+    cited = result.citations[0]
+    assert (cited.source_id, cited.page) == ("lumenary-onboarding-services", None)
+    assert cited.section is not None and cited.section.endswith("Guided rollout")
+    assert "6,000 euros" in result.answer
+
+
 async def test_newer_version_is_cited_never_the_superseded_one(graph) -> None:  # type: ignore[no-untyped-def]
     result = await aask("What is the price of the Starter plan?", graph=graph, context=CTX)
     assert result.status in ("answered", "answered_with_caveat")

@@ -106,14 +106,19 @@ def test_iter_files_recurses_and_reports(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.md").write_text("x")
     (tmp_path / "b.markdown").write_text("x")
-    (tmp_path / "c.pdf").write_text("x")
-    found = list(iter_files([tmp_path, tmp_path / "c.pdf", tmp_path / "none.md"]))
+    (tmp_path / "c.xlsx").write_text("x")
+    (tmp_path / "d.pdf").write_text("x")
+    (tmp_path / "d.pdf.meta.yaml").write_text("title: D")
+    found = list(iter_files([tmp_path, tmp_path / "c.xlsx", tmp_path / "none.md"]))
     assert [(p.name, r is None) for p, r in found] == [
         ("b.markdown", True),
+        ("d.pdf", True),  # a sidecar is not a document of its own
         ("a.md", True),
-        ("c.pdf", False),
+        ("c.xlsx", False),
         ("none.md", False),
     ]
+    [(_, reason)] = iter_files([tmp_path / "d.pdf.meta.yaml"])
+    assert reason is not None and "sidecar" in reason
 
 
 def test_sections_follow_heading_path_and_skip_code() -> None:
@@ -145,7 +150,11 @@ def test_chunk_document_sections_pages_and_hash() -> None:
         doc_id="d", title="D", text="# D\n\n## A\n\nOne.\f## B\n\nTwo.", origin="mem"
     )
     chunks = chunk_document(doc)
-    assert [(c.section, c.page, c.chunk_index) for c in chunks] == [("D > A", 1, 0), ("B", 2, 1)]
+    # the heading path goes on across a page break
+    assert [(c.section, c.page, c.chunk_index) for c in chunks] == [
+        ("D > A", 1, 0),
+        ("D > B", 2, 1),
+    ]
     other = SourceDocument(doc_id="d", title="D", text=doc.text, origin="elsewhere")
     assert content_hash(doc) == content_hash(other)
     other.version = "2"

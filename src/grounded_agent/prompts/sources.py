@@ -26,7 +26,8 @@ def escape_text(value: str) -> str:
 
 def render_sources(findings: Sequence[Finding]) -> str:
     """The numbered `<source>` elements of the answer prompt, one per finding, in order:
-    `<source n="1" title="..." section="..." date="...">` (section and date where known)."""
+    `<source n="1" title="..." section="..." page="..." date="...">` (section, page and date
+    where known)."""
     return "\n".join(
         _element(
             "source",
@@ -34,6 +35,7 @@ def render_sources(findings: Sequence[Finding]) -> str:
                 ("n", n),
                 ("title", f.title),
                 ("section", f.section or None),
+                ("page", f.page),
                 ("date", f.document_date or None),
             ],
             f.text,

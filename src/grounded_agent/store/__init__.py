@@ -1,5 +1,6 @@
 """The knowledge base: embedded or external PostgreSQL with pgvector, embeddings, ingestion."""
 
+from grounded_agent.store.catalog import DocumentDetail, DocumentVersion, Removal
 from grounded_agent.store.errors import StoreError, StoreTimeout, StoreUnavailable
 from grounded_agent.store.ingest import IngestReport, aingest_paths, ingest_paths
 from grounded_agent.store.relevance import CalibratedRelevance
@@ -8,8 +9,11 @@ from grounded_agent.store.vectorstore import KnowledgeStore, SearchFilters, Stor
 
 __all__ = [
     "CalibratedRelevance",
+    "DocumentDetail",
+    "DocumentVersion",
     "IngestReport",
     "KnowledgeStore",
+    "Removal",
     "SearchFilters",
     "StoreError",
     "StoreHealth",

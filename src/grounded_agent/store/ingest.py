@@ -1,8 +1,12 @@
-"""Ingestion: Markdown, text and JSON Lines files into heading-aware chunks in the knowledge store.
+"""Ingestion: Markdown, text, JSON Lines, PDF, Word and HTML files into heading-aware chunks in
+the knowledge store; each chunk keeps the page its text starts on.
 
-Idempotent by content hash: an unchanged document is skipped, a changed one replaces its chunks
-in one transaction, and among versions of one doc_id the latest (by document_date, else the last
-ingested) is the only one searched. A bad file is reported and the others still go in.
+Reading a file is the job of `grounded_agent.loaders` (one module per format); this module chunks
+what they yield and writes it. Idempotent by content hash: an unchanged document is skipped, a
+changed one replaces its chunks in one transaction, and among versions of one doc_id the latest
+(by document_date, else the last ingested) is the only one searched. A bad file is reported and
+the others still go in. With `sync`, versions ingested earlier from files under a directory
+that this run did not read are removed (no longer searched).
 """
 
 from __future__ import annotations
@@ -11,18 +15,28 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import date, datetime
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, Field
 
+from grounded_agent.loaders import SUFFIXES, iter_files, load_file
+from grounded_agent.loaders.base import (
+    FileError,
+    IngestError,
+    Section,
+    SourceDocument,
+    document_from_meta,
+    parse_bool,
+    parse_date,
+    parse_front_matter,
+)
+from grounded_agent.store.catalog import KnownVersion
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.records import ChunkRecord, DocumentRecord, passage_text
 
@@ -31,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt", ".jsonl"})
 MAX_CHARS = 1100
 """Upper bound of a chunk; chunks aim at 800-1,100 characters, cut at paragraphs or sentences."""
 MIN_CHARS = 250
@@ -44,29 +57,6 @@ WINDOW_DOCS = 256
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Ý])")
-_KNOWN_KEYS = {
-    "id",
-    "doc_id",
-    "title",
-    "text",
-    "version",
-    "source_url",
-    "url",
-    "document_date",
-    "date",
-    "is_active",
-    "language",
-    "page",
-}
-
-
-class IngestError(Exception):
-    """A file or record that cannot be ingested; the reason is shown to the user."""
-
-
-class FileError(BaseModel):
-    file: str
-    reason: str
 
 
 class IngestReport(BaseModel):
@@ -78,6 +68,10 @@ class IngestReport(BaseModel):
     skipped: int = Field(0, description="Documents unchanged since the last ingestion.")
     replaced: int = Field(0, description="Document versions whose earlier chunks were replaced.")
     deactivated: int = Field(0, description="Older versions no longer searched.")
+    restored: int = Field(0, description="Removed versions brought back by reading their file.")
+    removed: int = Field(
+        0, description="With sync: versions whose file is gone from the directory, now removed."
+    )
     errors: list[FileError] = Field(default_factory=list)
     files: int = 0
     embedding_seconds: float = 0.0
@@ -85,226 +79,42 @@ class IngestReport(BaseModel):
     elapsed_seconds: float = 0.0
 
 
-@dataclass
-class SourceDocument:
-    """A document as read from a file, before chunking."""
-
-    doc_id: str
-    title: str
-    text: str
-    origin: str
-    fmt: Literal["markdown", "text"] = "markdown"
-    version: str | None = None
-    source_url: str | None = None
-    document_date: date | None = None
-    language: str | None = None
-    declared_active: bool | None = None
-    page: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-# --- parsing ------------------------------------------------------------------------------------
-
-
-def parse_front_matter(raw: str) -> tuple[dict[str, Any], str]:
-    """Splits YAML front matter (between --- lines) from the body; raises IngestError if invalid.
-
-    Scalars stay strings (BaseLoader), so `version: 2026.10` is not read as the float 2026.1.
-    """
-    text = raw.removeprefix("\ufeff")
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].strip() != "---":
-        return {}, text
-    for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
-            block = "".join(lines[1:i])
-            body = "".join(lines[i + 1 :])
-            break
-    else:
-        raise IngestError("front matter has no closing '---' line")
-    try:
-        meta = yaml.load(block, Loader=yaml.BaseLoader) if block.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
-        raise IngestError(
-            f"invalid YAML front matter{where}: {getattr(exc, 'problem', exc)}"
-        ) from None
-    if meta is None:
-        meta = {}
-    if not isinstance(meta, dict):
-        raise IngestError("front matter must be a mapping of key: value")
-    return meta, body
-
-
-def parse_date(value: Any, key: str = "document_date") -> date | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    if isinstance(value, str):
-        raw = value.strip()
-        try:
-            return date.fromisoformat(raw)
-        except ValueError:
-            pass
-        try:
-            return datetime.fromisoformat(raw).date()
-        except ValueError:
-            pass
-    raise IngestError(f"invalid {key} {value!r}: use YYYY-MM-DD")
-
-
-def parse_bool(value: Any, key: str = "is_active") -> bool | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1"):
-        return True
-    if isinstance(value, str) and value.strip().lower() in ("false", "no", "off", "0"):
-        return False
-    raise IngestError(f"invalid {key} {value!r}: use true or false")
-
-
-def _opt_str(value: Any) -> str | None:
-    if value is None:
-        return None
-    s = str(value).strip()
-    return s or None
-
-
-def _first_heading(body: str) -> str | None:
-    for line in body.splitlines():
-        m = _HEADING.match(line)
-        if m:
-            return m.group(2).strip()
-    return None
-
-
-def document_from_meta(
-    meta: dict[str, Any],
-    body: str,
-    *,
-    default_id: str,
-    origin: str,
-    fmt: Literal["markdown", "text"],
-) -> SourceDocument:
-    """Builds a document from metadata (front matter or a JSON object) and its text."""
-    if not body.strip():
-        raise IngestError("empty document: no text")
-    doc_id = _opt_str(meta.get("doc_id")) or _opt_str(meta.get("id")) or default_id
-    page = meta.get("page")
-    try:
-        page_no = int(page) if page not in (None, "") else None
-    except (TypeError, ValueError):
-        raise IngestError(f"invalid page {page!r}: use a whole number") from None
-    return SourceDocument(
-        doc_id=doc_id,
-        title=_opt_str(meta.get("title")) or _first_heading(body) or doc_id,
-        text=body.strip("\n"),
-        origin=origin,
-        fmt=fmt,
-        version=_opt_str(meta.get("version")),
-        source_url=_opt_str(meta.get("source_url")) or _opt_str(meta.get("url")),
-        document_date=parse_date(meta.get("document_date", meta.get("date"))),
-        language=(_opt_str(meta.get("language")) or "").lower() or None,
-        declared_active=parse_bool(meta.get("is_active")),
-        page=page_no,
-        extra={k: v for k, v in meta.items() if k not in _KNOWN_KEYS and v is not None},
-    )
-
-
-def load_file(path: Path) -> tuple[list[SourceDocument], list[FileError]]:
-    """Documents of one file; raises IngestError when the whole file is unusable."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise IngestError(f"unreadable: {exc.strerror or type(exc).__name__}") from None
-    try:
-        content = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise IngestError("not UTF-8 text") from None
-    if not content.strip():
-        raise IngestError("empty file")
-    if path.suffix.lower() == ".jsonl":
-        return _load_jsonl(path, content)
-    meta, body = parse_front_matter(content)
-    fmt: Literal["markdown", "text"] = "text" if path.suffix.lower() == ".txt" else "markdown"
-    return [document_from_meta(meta, body, default_id=path.stem, origin=str(path), fmt=fmt)], []
-
-
-def _load_jsonl(path: Path, content: str) -> tuple[list[SourceDocument], list[FileError]]:
-    docs: list[SourceDocument] = []
-    errors: list[FileError] = []
-    for lineno, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
-            continue
-        origin = f"{path}:{lineno}"
-        try:
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise IngestError(f"invalid JSON: {exc.msg}") from None
-            if not isinstance(obj, dict):
-                raise IngestError("a JSON Lines record must be an object")
-            body = obj.get("text")
-            if not isinstance(body, str):
-                raise IngestError("record has no 'text' string")
-            docs.append(
-                document_from_meta(
-                    obj, body, default_id=f"{path.stem}#{lineno}", origin=origin, fmt="text"
-                )
-            )
-        except IngestError as exc:
-            errors.append(FileError(file=origin, reason=str(exc)))
-    if not docs and not errors:
-        raise IngestError("empty file")
-    return docs, errors
-
-
-def iter_files(paths: Sequence[Path]) -> Iterator[tuple[Path, str | None]]:
-    """Files to ingest (directories recurse into known suffixes), or (path, reason) to report."""
-    for p in paths:
-        if p.is_dir():
-            for child in sorted(p.rglob("*")):
-                if child.suffix.lower() in SUFFIXES and (child.is_file() or child.is_symlink()):
-                    yield child, None
-        elif p.suffix.lower() not in SUFFIXES:
-            yield (
-                p,
-                f"unsupported file type {p.suffix or '(none)'}: use .md, .markdown, .txt or .jsonl",
-            )
-        elif not p.exists() and not p.is_symlink():
-            yield p, "no such file"
-        else:
-            yield p, None
-
-
 # --- chunking -----------------------------------------------------------------------------------
 
 
-def split_sections(body: str, *, headings: bool = True) -> list[tuple[list[str], str]]:
-    """(heading path, text) of each section; headings inside code fences are not headings."""
-    sections: list[tuple[list[str], str]] = []
+def markdown_sections(
+    body: str, *, headings: bool = True, first_page: int | None = None
+) -> list[Section]:
+    """Sections of a Markdown or text body: `#` headings (not inside code fences) make the heading
+    path; a form feed ends a page, and each section starts on the page of its first text."""
+    sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     buf: list[str] = []
+    page = first_page
+    start_page = page
     in_fence = False
 
     def flush() -> None:
-        text = "".join(buf).strip("\n")
-        if text.strip():
-            sections.append(([t for _, t in stack], text))
+        raw = "".join(buf)
+        text = raw.strip()
+        if text:
+            lead = raw[: len(raw) - len(raw.lstrip())]
+            start = start_page + lead.count("\f") if start_page is not None else None
+            sections.append(Section(tuple(t for _, t in stack), text, start))
         buf.clear()
 
     for line in body.splitlines(keepends=True):
-        if _FENCE.match(line):
+        if not buf:
+            start_page = page
+        if page is not None:
+            page += line.count("\f")
+        bare = line.lstrip("\f")
+        if _FENCE.match(bare):
             in_fence = not in_fence
-        m = None if in_fence or not headings else _HEADING.match(line.rstrip("\n"))
+        m = None if in_fence or not headings else _HEADING.match(bare.rstrip("\n"))
         if m:
             flush()
+            start_page = page
             level = len(m.group(1))
             while stack and stack[-1][0] >= level:
                 stack.pop()
@@ -313,6 +123,20 @@ def split_sections(body: str, *, headings: bool = True) -> list[tuple[list[str],
             buf.append(line)
     flush()
     return sections
+
+
+def split_sections(body: str, *, headings: bool = True) -> list[tuple[list[str], str]]:
+    """(heading path, text) of each section; headings inside code fences are not headings."""
+    return [(list(s.path), s.text) for s in markdown_sections(body, headings=headings)]
+
+
+def document_sections(doc: SourceDocument) -> list[Section]:
+    """The sections a loader found, or those of a Markdown or text body; form feeds in a body
+    number its pages from the document's `page` (else 1)."""
+    if doc.sections is not None:
+        return doc.sections
+    first = (doc.page or 1) if "\f" in doc.text else doc.page
+    return markdown_sections(doc.text, headings=doc.fmt == "markdown", first_page=first)
 
 
 def _split_long(piece: str, max_chars: int) -> list[str]:
@@ -338,52 +162,65 @@ def _split_long(piece: str, max_chars: int) -> list[str]:
     return out
 
 
-def split_text(text: str, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS) -> list[str]:
-    """Packs paragraphs (then sentences) into chunks of at most max_chars."""
-    paragraphs = [p.strip() for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
-    pieces: list[tuple[str, str]] = []  # (text, separator before it)
-    for p in paragraphs:
-        parts = _split_long(p, max_chars)
-        pieces.append((parts[0], "\n\n"))
-        pieces.extend((s, " ") for s in parts[1:])
-    chunks: list[str] = []
+def split_paged_text(
+    text: str, page: int | None = None, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
+) -> list[tuple[str, int | None]]:
+    """Packs paragraphs (then sentences) into chunks of at most max_chars, each with the page its
+    text starts on: `page` is where `text` starts, and every form feed in it turns a page."""
+    pieces: list[tuple[str, str, int | None]] = []  # (text, separator before it, page)
+    for paragraph in re.split(r"\n[ \t]*\n", text):
+        first = True
+        for i, part in enumerate(paragraph.split("\f")):
+            if i and page is not None:
+                page += 1
+            part = part.strip()
+            if not part:
+                continue
+            for j, piece in enumerate(_split_long(part, max_chars)):
+                pieces.append((piece, "\n\n" if first and j == 0 else " ", page))
+            first = False
+    chunks: list[tuple[str, int | None]] = []
     cur = ""
-    for piece, sep in pieces:
+    cur_page: int | None = None
+    for piece, sep, piece_page in pieces:
         if not cur:
-            cur = piece
+            cur, cur_page = piece, piece_page
         elif len(cur) + len(sep) + len(piece) <= max_chars:
             cur = cur + sep + piece
         else:
-            chunks.append(cur)
-            cur = piece
+            chunks.append((cur, cur_page))
+            cur, cur_page = piece, piece_page
     if cur:
         if (
             chunks
             and len(cur) < min_chars
-            and len(chunks[-1]) + 2 + len(cur) <= max_chars + min_chars
+            and len(chunks[-1][0]) + 2 + len(cur) <= max_chars + min_chars
         ):
-            chunks[-1] = chunks[-1] + "\n\n" + cur
+            chunks[-1] = (chunks[-1][0] + "\n\n" + cur, chunks[-1][1])
         else:
-            chunks.append(cur)
+            chunks.append((cur, cur_page))
     return chunks
 
 
+def split_text(text: str, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS) -> list[str]:
+    """Packs paragraphs (then sentences) into chunks of at most max_chars."""
+    return [c for c, _ in split_paged_text(text, None, max_chars, min_chars)]
+
+
 def chunk_document(doc: SourceDocument, max_chars: int = MAX_CHARS) -> list[ChunkRecord]:
-    """Heading-aware chunks: section = heading path ("Pricing > Pro plan"); form feeds are pages."""
-    pages = doc.text.split("\f")
+    """Heading-aware chunks: section = heading path ("Pricing > Pro plan"), page = the page the
+    chunk's text starts on (None where the file has no pages)."""
     chunks: list[ChunkRecord] = []
-    for page_no, page_text in enumerate(pages, start=1):
-        page = doc.page if len(pages) == 1 else page_no
-        for path, text in split_sections(page_text, headings=doc.fmt == "markdown"):
-            section = " > ".join(path) or None
-            for piece in split_text(text, max_chars):
-                chunks.append(ChunkRecord(piece, len(chunks), section, page))
+    for sec in document_sections(doc):
+        section = " > ".join(sec.path) or None
+        for piece, page in split_paged_text(sec.text, sec.page, max_chars):
+            chunks.append(ChunkRecord(piece, len(chunks), section, page))
     return chunks
 
 
 def content_hash(doc: SourceDocument) -> str:
-    """What decides "unchanged": text, every metadata field and the chunker version."""
-    payload = {
+    """What decides "unchanged": text, sections, every metadata field and the chunker version."""
+    payload: dict[str, Any] = {
         "chunker": CHUNKER_VERSION,
         "text": doc.text,
         "title": doc.title,
@@ -395,6 +232,8 @@ def content_hash(doc: SourceDocument) -> str:
         "page": doc.page,
         "extra": doc.extra,
     }
+    if doc.sections is not None:  # a Markdown document's sections are its text
+        payload["sections"] = [[list(s.path), s.page, s.text] for s in doc.sections]
     data = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
@@ -403,6 +242,9 @@ def to_record(doc: SourceDocument) -> DocumentRecord:
     chunks = chunk_document(doc)
     if not chunks:
         raise IngestError("empty document: no text")
+    where: dict[str, Any] = {"source_file": doc.origin, "format": doc.fmt}
+    if doc.source_path:
+        where["source_path"] = doc.source_path
     return DocumentRecord(
         doc_id=doc.doc_id,
         title=doc.title,
@@ -413,7 +255,7 @@ def to_record(doc: SourceDocument) -> DocumentRecord:
         document_date=doc.document_date,
         language=doc.language,
         declared_active=doc.declared_active,
-        extra={**doc.extra, "source_file": doc.origin},
+        extra={**doc.extra, **where},
     )
 
 
@@ -427,14 +269,16 @@ def _progress_bar(total: int, enabled: bool) -> Any:
     return tqdm(total=total, unit="chunk", desc="embedding", file=sys.stderr, disable=not show)
 
 
-async def aingest_paths(
-    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool = False
-) -> IngestReport:
-    """Ingests files and directories into `store`; see `ingest_paths`."""
-    started = time.perf_counter()
-    report = IngestReport()
-    records: list[tuple[str, DocumentRecord]] = []
-    for path, problem in iter_files([Path(p) for p in paths]):
+Read = tuple[str, str | None, DocumentRecord]
+"""(origin, absolute path of its file, record) of one document read."""
+
+
+def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], set[str], list[str]]:
+    """Reads every file (errors go to `report`): the documents read, the files read with an error
+    (--sync keeps their documents), and the directories among `roots` as path prefixes."""
+    records: list[Read] = []
+    failed_files: set[str] = set()
+    for path, problem in iter_files(roots):
         if problem is not None:
             report.errors.append(FileError(file=str(path), reason=problem))
             continue
@@ -443,41 +287,74 @@ async def aingest_paths(
             docs, line_errors = load_file(path)
         except IngestError as exc:
             report.errors.append(FileError(file=str(path), reason=str(exc)))
+            failed_files.add(os.path.abspath(path))
             continue
-        report.errors.extend(line_errors)
+        except Exception as exc:  # a parser's own failure on one file must not stop the others
+            log.warning("could not read %s", path, exc_info=True)
+            first = (str(exc).strip().splitlines() or [""])[0][:160]
+            report.errors.append(
+                FileError(file=str(path), reason=f"could not read: {type(exc).__name__}: {first}")
+            )
+            failed_files.add(os.path.abspath(path))
+            continue
+        if line_errors:
+            report.errors.extend(line_errors)
+            failed_files.add(os.path.abspath(path))
         for doc in docs:
             try:
-                records.append((doc.origin, to_record(doc)))
+                records.append((doc.origin, doc.source_path, to_record(doc)))
             except IngestError as exc:
                 report.errors.append(FileError(file=doc.origin, reason=str(exc)))
+                failed_files.add(doc.source_path or os.path.abspath(path))
     report.documents = len(records)
+    dirs = [os.path.join(os.path.abspath(r), "") for r in roots if r.is_dir()]
+    return records, failed_files, dirs
 
-    if records:  # table creation (first run) may load the model: timed in neither bucket
+
+async def aingest_paths(
+    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool = False, sync: bool = False
+) -> IngestReport:
+    """Ingests files and directories into `store`; see `ingest_paths`."""
+    started = time.perf_counter()
+    report = IngestReport()
+    roots = [Path(p) for p in paths]
+    # reading and parsing (PDFs especially) is blocking work: off the event loop
+    records, failed_files, sync_dirs = await asyncio.to_thread(_read_files, roots, report)
+
+    if records or sync:  # table creation (first run) may load the model: timed in neither bucket
         await store.aensure_schema()
     t0 = time.perf_counter()
-    known: dict[tuple[str, str | None], str] = {}
-    ids = sorted({r.doc_id for _, r in records})
+    known: dict[tuple[str, str | None], KnownVersion] = {}
+    ids = sorted({r.doc_id for _, _, r in records})
     for i in range(0, len(ids), 1000):
-        known.update(await store.aknown_hashes(ids[i : i + 1000]))
+        known.update(await store.aknown_versions(ids[i : i + 1000]))
     report.database_seconds += time.perf_counter() - t0
-    pending: list[tuple[str, DocumentRecord]] = []
-    for origin, rec in records:
-        if known.get((rec.doc_id, rec.version)) == rec.content_hash:
+    pending: list[Read] = []
+    touch: list[Read] = []
+    for origin, source, rec in records:
+        stored = known.get((rec.doc_id, rec.version))
+        if stored is not None and stored.content_hash == rec.content_hash:
             report.skipped += 1
+            if stored.removed or (source is not None and stored.source_path != source):
+                touch.append((origin, source, rec))
         else:
-            pending.append((origin, rec))
+            pending.append((origin, source, rec))
+    t0 = time.perf_counter()
+    for _, source, rec in touch:  # unchanged, but moved or removed earlier: no embedding needed
+        report.restored += await store.atouch_version(rec.doc_id, rec.version, source)
+    report.database_seconds += time.perf_counter() - t0
 
     batch = max(1, store.settings.embed_batch_size)
     if pending:  # load the model here, so its start-up counts as embedding time
         t0 = time.perf_counter()
         await asyncio.to_thread(store.embeddings.embed_query, "warm-up")
         report.embedding_seconds += time.perf_counter() - t0
-    bar = _progress_bar(sum(len(r.chunks) for _, r in pending), progress)
+    bar = _progress_bar(sum(len(r.chunks) for _, _, r in pending), progress)
     try:
         for w in range(0, len(pending), WINDOW_DOCS):
             window = pending[w : w + WINDOW_DOCS]
             texts = [
-                passage_text(r.title, c.section, c.content) for _, r in window for c in r.chunks
+                passage_text(r.title, c.section, c.content) for _, _, r in window for c in r.chunks
             ]
             vectors: list[list[float]] = []
             t0 = time.perf_counter()
@@ -488,7 +365,7 @@ async def aingest_paths(
             report.embedding_seconds += time.perf_counter() - t0
             pos = 0
             t0 = time.perf_counter()
-            for origin, rec in window:
+            for origin, source, rec in window:
                 rec.embeddings = vectors[pos : pos + len(rec.chunks)]
                 pos += len(rec.chunks)
                 try:
@@ -500,6 +377,8 @@ async def aingest_paths(
                     first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
                     reason = f"write failed: {type(exc).__name__}: {first}"
                     report.errors.append(FileError(file=origin, reason=reason))
+                    if source is not None:
+                        failed_files.add(source)
                     continue
                 if result.status == "skipped":
                     report.skipped += 1
@@ -513,13 +392,21 @@ async def aingest_paths(
             report.database_seconds += time.perf_counter() - t0
     finally:
         bar.close()
+    if sync:
+        t0 = time.perf_counter()
+        seen = {(r.doc_id, r.version) for _, _, r in records}
+        for prefix in sync_dirs:
+            report.removed += await _sync_directory(store, prefix, seen, failed_files)
+        report.database_seconds += time.perf_counter() - t0
     report.elapsed_seconds = time.perf_counter() - started
     log.info(
-        "ingested %d documents (%d added, %d replaced, %d skipped, %d chunks, %d errors) in %.1fs",
+        "ingested %d documents (%d added, %d replaced, %d skipped, %d removed, %d chunks, "
+        "%d errors) in %.1fs",
         report.documents,
         report.added,
         report.replaced,
         report.skipped,
+        report.removed,
         report.chunks,
         len(report.errors),
         report.elapsed_seconds,
@@ -527,12 +414,65 @@ async def aingest_paths(
     return report
 
 
+async def _sync_directory(
+    store: KnowledgeStore,
+    prefix: str,
+    seen: set[tuple[str, str | None]],
+    failed_files: set[str],
+) -> int:
+    """Removes the versions ingested earlier from files under the directory `prefix` that this
+    run did not read (their file is gone, or no longer holds that document version); a file that
+    failed to read this time keeps its documents. The number of versions removed."""
+    gone: dict[str, list[str | None]] = {}
+    for doc_id, version, source in await store.aversions_under(prefix):
+        if (doc_id, version) not in seen and source not in failed_files:
+            gone.setdefault(doc_id, []).append(version)
+    removed = 0
+    for doc_id, versions in sorted(gone.items()):
+        result = await store.aremove_versions(doc_id, versions)
+        removed += result.versions if result is not None else 0
+        log.info("sync %s: removed %s versions %s (file gone)", prefix, doc_id, versions)
+    return removed
+
+
 def ingest_paths(
-    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool = False
+    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool = False, sync: bool = False
 ) -> IngestReport:
-    """Ingests files and directories (*.md, *.markdown, *.txt, *.jsonl) into the store.
+    """Ingests files and directories into the store: Markdown and text (.md, .markdown, .txt),
+    JSON Lines (.jsonl), PDF (.pdf), Word (.docx) and HTML (.html, .htm).
 
     A bad file lands in `errors` and the others are still ingested; a database that cannot be
-    reached raises StoreUnavailable (nothing was reported as done that was not).
+    reached raises StoreUnavailable (nothing was reported as done that was not). With `sync`,
+    document versions ingested earlier from files under a directory in `paths` that this run did
+    not read (the file was deleted, or its version changed) are removed: no longer searched.
     """
-    return store.run_sync(aingest_paths(paths, store, progress=progress))
+    return store.run_sync(aingest_paths(paths, store, progress=progress, sync=sync))
+
+
+__all__ = [
+    "CHUNKER_VERSION",
+    "MAX_CHARS",
+    "MIN_CHARS",
+    "SUFFIXES",
+    "FileError",
+    "IngestError",
+    "IngestReport",
+    "Section",
+    "SourceDocument",
+    "aingest_paths",
+    "chunk_document",
+    "content_hash",
+    "document_from_meta",
+    "document_sections",
+    "ingest_paths",
+    "iter_files",
+    "load_file",
+    "markdown_sections",
+    "parse_bool",
+    "parse_date",
+    "parse_front_matter",
+    "split_paged_text",
+    "split_sections",
+    "split_text",
+    "to_record",
+]

@@ -20,7 +20,8 @@ from langchain_core.embeddings import Embeddings
 
 from grounded_agent.documents import DocumentList, DocumentQuery
 from grounded_agent.schemas import Finding
-from grounded_agent.store import bridge, documents, schema, search, writes
+from grounded_agent.store import bridge, catalog, documents, schema, search, writes
+from grounded_agent.store.catalog import DocumentDetail, DocumentVersion, KnownVersion, Removal
 from grounded_agent.store.embeddings import make_embeddings, model_id_of, table_name_for
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.records import (
@@ -229,6 +230,74 @@ class KnowledgeStore:
 
         return await self._call(write(), f"write {doc.doc_id}", None)
 
+    async def aknown_versions(
+        self, doc_ids: Sequence[str]
+    ) -> dict[tuple[str, str | None], KnownVersion]:
+        """Content hash, source file and removed mark of each stored (doc_id, version)."""
+
+        async def read() -> dict[tuple[str, str | None], KnownVersion]:
+            return await catalog.known_versions(await self._ready(), self.table_name, doc_ids)
+
+        return await self._call(read(), "read versions", self.settings.query_timeout_s)
+
+    async def atouch_version(
+        self, doc_id: str, version: str | None, source_path: str | None
+    ) -> bool:
+        """Records the file an unchanged version now comes from; brings it back if it had been
+        removed (True then)."""
+
+        async def write() -> bool:
+            engine = await self._ready()
+            return await catalog.touch_version(
+                engine, self.table_name, doc_id, version, source_path
+            )
+
+        return await self._call(write(), f"update {doc_id}", None)
+
+    async def alist_documents(self, *, all_versions: bool = False) -> list[DocumentVersion]:
+        """The searched version of each document (`all_versions`: every version, with its
+        status: active, superseded, inactive or removed), by doc_id."""
+
+        async def read() -> list[DocumentVersion]:
+            return await catalog.list_documents(
+                await self._ready(), self.table_name, all_versions=all_versions
+            )
+
+        return await self._call(read(), "list documents", self.settings.query_timeout_s)
+
+    async def aget_document(self, doc_id: str) -> DocumentDetail | None:
+        """Every version of one document and its chunks (section, page); None if unknown."""
+
+        async def read() -> DocumentDetail | None:
+            return await catalog.get_document(await self._ready(), self.table_name, doc_id)
+
+        return await self._call(read(), "show document", self.settings.query_timeout_s)
+
+    async def aremove_document(self, doc_id: str) -> Removal | None:
+        """Stops searching every version of `doc_id` at once (its rows stay, marked removed;
+        ingesting its file again brings it back). None if there is no such document."""
+        return await self.aremove_versions(doc_id, None)
+
+    async def aremove_versions(
+        self, doc_id: str, versions: Collection[str | None] | None
+    ) -> Removal | None:
+        """Marks the given versions of `doc_id` (None: all) removed; the latest one left, if
+        any, becomes the searched one."""
+
+        async def write() -> Removal | None:
+            engine = await self._ready()
+            return await catalog.remove_versions(engine, self.table_name, doc_id, versions)
+
+        return await self._call(write(), f"remove {doc_id}", None)
+
+    async def aversions_under(self, directory: str) -> list[tuple[str, str | None, str]]:
+        """(doc_id, version, file) of each version not removed ingested from under `directory`."""
+
+        async def read() -> list[tuple[str, str | None, str]]:
+            return await catalog.versions_under(await self._ready(), self.table_name, directory)
+
+        return await self._call(read(), "read sources", self.settings.query_timeout_s)
+
     async def acounts(self) -> tuple[int, int, int]:
         """(chunks, active chunks, active documents)."""
 
@@ -292,6 +361,9 @@ class KnowledgeStore:
     search_documents = bridge.blocking(asearch_documents)
     document_frequencies = bridge.blocking(adocument_frequencies)
     counts = bridge.blocking(acounts)
+    list_documents = bridge.blocking(alist_documents)
+    get_document = bridge.blocking(aget_document)
+    remove_document = bridge.blocking(aremove_document)
     healthcheck = bridge.blocking(ahealthcheck)
     close = bridge.blocking(aclose)
 
@@ -317,8 +389,11 @@ __all__ = [
     "METADATA_COLUMN_NAMES",
     "SCHEMA_VERSION",
     "ChunkRecord",
+    "DocumentDetail",
     "DocumentRecord",
+    "DocumentVersion",
     "KnowledgeStore",
+    "Removal",
     "SearchFilters",
     "StoreHealth",
     "WriteResult",

@@ -39,10 +39,11 @@ _INSERT_CHUNK = (
     "to_tsvector(CAST(:fts_config AS regconfig), :fts_text))"
 )
 
-_ACTIVATE_LATEST = """WITH v AS (
+ACTIVATE_LATEST = """WITH v AS (
     SELECT version, max(document_date) AS d, max(indexed_at) AS t,
       bool_and(coalesce(
-        (langchain_metadata->>'declared_active')::boolean, true)) AS ok
+        (langchain_metadata->>'declared_active')::boolean, true)
+        AND NOT coalesce((langchain_metadata->>'removed')::boolean, false)) AS ok
     FROM "{t}" WHERE doc_id = :doc_id GROUP BY version
 ), w AS (
     SELECT version FROM v WHERE ok ORDER BY d DESC NULLS LAST, t DESC LIMIT 1)
@@ -50,8 +51,8 @@ UPDATE "{t}" AS c
 SET is_active = EXISTS (
     SELECT 1 FROM w WHERE w.version IS NOT DISTINCT FROM c.version)
 WHERE c.doc_id = :doc_id"""
-"""The latest version of a doc_id (by document date, then indexing time) that was not declared
-inactive becomes the active one; every other version of it becomes inactive."""
+"""The latest version of a doc_id (by document date, then indexing time) that was neither declared
+inactive nor removed becomes the active one; every other version of it becomes inactive."""
 
 
 async def write_document(
@@ -118,7 +119,7 @@ async def write_document(
         await bump_terms(
             conn, terms_table, [passage_text(doc.title, c.section, c.content) for c in doc.chunks], 1
         )
-        await conn.execute(text(_ACTIVATE_LATEST.format(t=t)), {"doc_id": doc.doc_id})
+        await conn.execute(text(ACTIVATE_LATEST.format(t=t)), {"doc_id": doc.doc_id})
         active_after = {
             r[0]
             for r in (
