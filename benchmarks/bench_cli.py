@@ -2,7 +2,7 @@
 
     python benchmarks/bench_cli.py [--cold 3] [--warm 20] [--json]
 
-The sample knowledge base (data/sample_kb) is ingested first (skipped when unchanged), so both
+The sample knowledge base (grounded_agent/sample/kb) is ingested first (skipped when unchanged), so both
 measure a real answer from the embedded store. Cold = wall time of `grounded-agent ask --json`
 as a subprocess: interpreter start, imports, embedding model load, store connection, one run.
 Warm = one more question through the same process's graph, model and connection pool.
@@ -84,10 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
+    from grounded_agent.sample import SAMPLE_KB
     from grounded_agent.store import ingest_paths, open_store
 
     store = open_store()
-    report = ingest_paths([ROOT / "data" / "sample_kb"], store)
+    report = ingest_paths([SAMPLE_KB], store)
     store.close()
     out = {"ingest": {"documents": report.documents, "skipped": report.skipped},
            "cold": cold(args.cold), "warm": warm(args.warm)}

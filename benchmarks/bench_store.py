@@ -4,7 +4,7 @@ Runs against a throw-away embedded PostgreSQL (its own GROUNDED_AGENT_HOME, stop
 
     .venv/bin/python benchmarks/bench_store.py [--quick]
 
-1. Ingest: SQuAD's 1,204 knowledge-base paragraphs (../shared; else data/sample_kb repeated),
+1. Ingest: SQuAD's 1,204 knowledge-base paragraphs (../shared; else the sample KB repeated),
    real all-MiniLM-L6-v2, time split into embedding and database.
 2. Query latency p50/p95 on that ~1k-chunk table (database only, and end to end with the
    query embedding and calibrated scoring).
@@ -73,13 +73,15 @@ async def ingest_part(store: KnowledgeStore, workdir: Path, quick: bool) -> list
         paths = [src]
         label = f"SQuAD kb_corpus ({len(corpus)} paragraphs)"
     else:
+        from grounded_agent.sample import SAMPLE_KB
+
         copies = 10 if quick else 40
         for i in range(copies):
-            for md in (ROOT / "data" / "sample_kb").glob("*.md"):
+            for md in SAMPLE_KB.glob("*.md"):
                 body = md.read_text().replace("\nid: ", f"\nid: copy{i}-", 1)
                 (workdir / f"{i}_{md.name}").write_text(body)
         paths = [workdir]
-        label = f"data/sample_kb x{copies}"
+        label = f"sample KB x{copies}"
     await asyncio.to_thread(store.embeddings.embed_query, "load the model first")
     await store.aensure_schema()
     report = await aingest_paths(paths, store)

@@ -1,6 +1,6 @@
 """Writes the sample knowledge base's PDF and Word documents (and their metadata sidecars).
 
-    python scripts/make_sample_docs.py          # (re)write them into data/sample_kb/
+    python scripts/make_sample_docs.py          # (re)write them into src/grounded_agent/sample/kb/
     python scripts/make_sample_docs.py --check  # exit 1 if the committed files differ
 
 The files are committed, so `make demo` needs nothing of this; the output is byte-for-byte
@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "data" / "sample_kb"
+OUT = ROOT / "src" / "grounded_agent" / "sample" / "kb"
 
 GUIDE_PAGES = [
     [

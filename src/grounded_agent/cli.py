@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grounded_agent.documents import DocumentQuery
+from grounded_agent.sample import SAMPLE_KB, SAMPLE_QUESTIONS
 from grounded_agent.schemas import AgentResult, InvalidQuestion
 
 log = logging.getLogger("grounded_agent.cli")
@@ -459,9 +460,8 @@ def build_parser() -> argparse.ArgumentParser:
     docs.set_defaults(func=cmd_docs)
 
     demo = sub.add_parser("demo", help="ingest the sample knowledge base and ask its questions")
-    root = Path(__file__).resolve().parents[2]
-    demo.add_argument("--kb", default=str(root / "data" / "sample_kb"))
-    demo.add_argument("--questions", default=str(root / "data" / "sample_questions.txt"))
+    demo.add_argument("--kb", default=str(SAMPLE_KB), help="folder of documents to ingest")
+    demo.add_argument("--questions", default=str(SAMPLE_QUESTIONS), help="demo questions file")
     demo.set_defaults(func=cmd_demo)
 
     serve = sub.add_parser("serve", help="run the LangServe endpoint")

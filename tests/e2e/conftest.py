@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from grounded_agent.sample import SAMPLE_KB
+
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_KB = ROOT / "data" / "sample_kb"
 TINY_KB = """---
 doc_id: tiny-pricing
 title: Tiny price list
@@ -45,7 +46,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """data/sample_kb, or one tiny document when the sample is not there."""
+    """The packaged sample knowledge base, or one tiny document when the sample is not there."""
     if SAMPLE_KB.is_dir() and any(SAMPLE_KB.glob("*.md")):
         return SAMPLE_KB
     path = tmp_path_factory.mktemp("tiny_kb")

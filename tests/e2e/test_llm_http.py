@@ -34,6 +34,7 @@ from grounded_agent.context import Context
 from grounded_agent.deps import MAX_MODEL_CALLS
 from grounded_agent.prompts.answer import ANSWER_SYSTEM, ANSWER_USER
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
+from grounded_agent.sample import SAMPLE_QUESTIONS
 from grounded_agent.schemas import AgentResult
 from grounded_agent.store import KnowledgeStore, StoreSettings, open_store
 from grounded_agent.structured import forget_methods
@@ -57,7 +58,7 @@ JUDGE_CANDIDATES = (
 """Questions whose evidence the local signals may leave undecided, so score_confidence asks the
 model; which ones do depends on the scoring of the day, so the `judged` fixture picks one."""
 DEMO_QUESTIONS = [
-    q for _, q, sources in parse_demo_questions((ROOT / "data" / "sample_questions.txt").read_text())
+    q for _, q, sources in parse_demo_questions(SAMPLE_QUESTIONS.read_text())
     if not sources
 ]
 ANSWERED = ("answered", "answered_with_caveat")

@@ -16,12 +16,12 @@ import pytest
 
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
+from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.store import KnowledgeStore, StoreSettings, ingest_paths, open_store
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_KB = ROOT / "data" / "sample_kb"
 CTX = Context(sources=["knowledge_base"])
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.store import KnowledgeStore, StoreSettings, aingest_paths, open_store
 from grounded_agent.tools.knowledge_base import (
     KnowledgeBaseArgs,
@@ -16,7 +17,6 @@ from grounded_agent.tools.knowledge_base import (
 
 pytestmark = pytest.mark.integration
 
-SAMPLE_KB = Path(__file__).resolve().parents[2] / "data" / "sample_kb"
 
 
 def _unreachable(tmp_path: Path) -> KnowledgeStore:

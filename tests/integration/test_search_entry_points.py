@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from grounded_agent.graph.builder import build_graph
+from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.serve.app import ServeSettings, create_app
 from grounded_agent.store import KnowledgeStore, StoreSettings, aingest_paths, open_store
 from tests.support.serving import serving
@@ -23,7 +24,6 @@ from tests.support.serving import serving
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_KB = ROOT / "data" / "sample_kb"
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

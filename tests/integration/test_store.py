@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.store import (
     KnowledgeStore,
     SearchFilters,
@@ -28,7 +29,6 @@ from tests.integration.conftest import server_home
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_KB = ROOT / "data" / "sample_kb"
 
 
 def _write(path: Path, doc_id: str, body: str, **meta: str) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 from types import ModuleType
 
 from grounded_agent.loaders import load_file
+from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.store.ingest import chunk_document
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_KB = ROOT / "data" / "sample_kb"
 
 
 def _generator() -> ModuleType:

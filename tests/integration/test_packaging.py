@@ -1,0 +1,44 @@
+"""The wheel a user installs: the package with its sample knowledge base, and nothing of the
+evaluation harness, scripted models or test servers (they live beside it, in the checkout)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_wheel_ships_the_sample_kb_and_no_evaluation_or_test_code(tmp_path: Path) -> None:
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    [wheel] = tmp_path.glob("grounded_agent-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    sample = [n for n in names if n.startswith("grounded_agent/sample/")]
+    assert "grounded_agent/sample/questions.txt" in sample
+    for suffix in (".md", ".pdf", ".docx", ".meta.yaml"):
+        assert any(n.startswith("grounded_agent/sample/kb/") and n.endswith(suffix) for n in sample)
+    tops = {n.split("/")[0] for n in names if not n.startswith("grounded_agent-")}
+    assert tops == {"grounded_agent"}, tops  # no evals/, tests/, benchmarks/ or scripts/
+    assert not any("evaluation" in n or "scripted" in n or "testing" in n for n in names)
+
+
+def test_the_demo_finds_its_data_without_a_checkout() -> None:
+    """The sample paths come from the package itself, not from a folder beside the checkout."""
+    from grounded_agent.cli import build_parser
+    from grounded_agent.sample import SAMPLE_KB, SAMPLE_QUESTIONS
+
+    args = build_parser().parse_args(["demo"])
+    assert Path(args.kb) == SAMPLE_KB and Path(args.questions) == SAMPLE_QUESTIONS
+    assert SAMPLE_KB.is_dir() and any(SAMPLE_KB.glob("*.pdf")) and SAMPLE_QUESTIONS.is_file()
+    assert ROOT / "src" in SAMPLE_KB.parents  # this checkout's package, found by import
