@@ -11,7 +11,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from grounded_agent.context import Context, parse_sources
-from grounded_agent.schemas import AgentResult, InvalidQuestion, validate_question
+from grounded_agent.schemas import (
+    AgentResult,
+    InvalidQuestion,
+    validate_language,
+    validate_question,
+)
 
 
 def _inputs(question: str, sources: list[str] | str | None, language: str | None) -> dict[str, Any]:
@@ -26,8 +31,7 @@ def _inputs(question: str, sources: list[str] | str | None, language: str | None
             payload["sources"] = list(parse_sources(sources))
         except ValueError as exc:
             raise InvalidQuestion(str(exc)) from exc
-    if language:
-        payload["language"] = language
+    payload["language"] = validate_language(language)
     return payload
 
 

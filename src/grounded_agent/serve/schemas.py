@@ -13,7 +13,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources
-from grounded_agent.schemas import MAX_QUESTION_CHARS, AgentResult, validate_question
+from grounded_agent.schemas import (
+    MAX_LANGUAGE_CHARS,
+    MAX_QUESTION_CHARS,
+    AgentResult,
+    validate_language,
+    validate_question,
+)
 
 _CONTEXT_DOCS = {f.name: str(f.metadata.get("description", "")) for f in fields(Context)}
 
@@ -27,12 +33,19 @@ class AgentInput(BaseModel):
     sources: list[str] | None = Field(
         default=None, description="Any of knowledge_base, wikipedia, web; default: the server's."
     )
-    language: str | None = Field(default=None, max_length=40, description="Answer language.")
+    language: str | None = Field(
+        default=None, max_length=MAX_LANGUAGE_CHARS, description="Answer language."
+    )
 
     @field_validator("question")
     @classmethod
     def _question(cls, value: str) -> str:
         return validate_question(value)
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        return validate_language(value)
 
     @field_validator("sources")
     @classmethod
