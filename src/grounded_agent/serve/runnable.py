@@ -218,16 +218,26 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
             yield unavailable_result(input, str(exc))
             return
         started = False
+        nodes: list[str] = []
         try:
             async for mode, chunk in graph.astream(
                 input, config, stream_mode=["updates", "values"]
             ):
                 if mode == "updates":
                     started = True
+                    if isinstance(chunk, dict):
+                        nodes.extend(chunk)
                 elif started and isinstance(chunk, dict):
                     # fields the answer node has not written yet ("" status, empty answer) are
                     # left out
                     yield {k: v for k, v in chunk.items() if k in _PUBLIC and v not in ("", None)}
+        except (asyncio.CancelledError, GeneratorExit):
+            # the client went away: the run stops here, no further node (and no model call) runs
+            log.warning(
+                "run cancelled: the client disconnected mid-stream after %s",
+                ", ".join(nodes) if nodes else "no node",
+            )
+            raise
         except Exception as exc:
             failure = await self._database_failed(graph, exc)
             if failure is exc:
