@@ -156,6 +156,32 @@ class ToolOutcome(BaseModel):
         )
 
 
+    @classmethod
+    def partial_read(
+        cls,
+        source: SourceName,
+        query: str,
+        items: list[Finding],
+        *,
+        detail: str,
+        found_threshold: float = 0.75,
+        low_threshold: float = 0.55,
+        elapsed_ms: float = 0.0,
+    ) -> ToolOutcome:
+        """A read that stopped part-way: what was read is usable and classified, but coverage is
+        partial and `finding_count` unknown, so absence is never concluded from it."""
+        ranked_items = sorted(items, key=lambda i: i.score, reverse=True)
+        return cls(
+            source=source,
+            query=query,
+            status=classify(ranked_items, found_threshold, low_threshold),
+            coverage="partial",
+            items=ranked_items,
+            detail=detail,
+            elapsed_ms=elapsed_ms,
+        )
+
+
 def classify(items: list[Finding], found_threshold: float, low_threshold: float) -> OutcomeStatus:
     """found / low_relevance / not_found by the best calibrated score of a completed read."""
     best = max((i.score for i in items), default=None)

@@ -43,8 +43,10 @@ SOURCE_LABELS = {
 }
 
 
-def _label(names: Sequence[str]) -> str:
-    labels = [SOURCE_LABELS.get(n, n) for n in names]
+def _label(names: Sequence[str], partly: Sequence[str] = ()) -> str:
+    labels = [
+        SOURCE_LABELS.get(n, n) + (" (in part)" if n in partly else "") for n in names
+    ]
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
@@ -84,7 +86,8 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     ctx = ctx_of(runtime)
     question = str(state["question"])
     reports = source_reports(list(state.get("requested") or []), final_outcomes(state))
-    failed = [r.source for r in reports if r.status == "error"]
+    # a source read only in part counts with the failed ones: absence is not established there
+    failed = [r.source for r in reports if r.status == "error" or r.coverage != "complete"]
     worked = [r.source for r in reports if r.status != "error"]
     evidence = [Finding.model_validate(e) for e in state.get("evidence") or []]
     confidence = Confidence.model_validate(state.get("confidence") or {})
@@ -149,10 +152,13 @@ def _source_warnings(state: AgentState, reports: list[SourceReport]) -> list[dic
     warnings: list[dict[str, Any]] = [
         {
             "kind": "source_unavailable",
-            "detail": f"{SOURCE_LABELS.get(r.source, r.source)} could not be searched ({r.error_kind})",
+            "detail": f"{SOURCE_LABELS.get(r.source, r.source)} could not be searched ({r.error_kind})"
+            if r.status == "error"
+            else f"{SOURCE_LABELS.get(r.source, r.source)} was read only in part: some of its "
+            "pages could not be read",
         }
         for r in reports
-        if r.status == "error"
+        if r.status == "error" or r.coverage != "complete"
     ]
     for o in outcomes_of(state):
         report = next((r for r in reports if r.source == o.source), None)
@@ -264,7 +270,8 @@ def _notes(
             for c in stale
         )
     if failed:
-        notes.append(PARTIAL_TEXT.format(failed=_label(failed), worked=_label(worked)))
+        partly = [n for n in failed if n in worked]
+        notes.append(PARTIAL_TEXT.format(failed=_label(failed, partly), worked=_label(worked)))
     return notes
 
 
@@ -276,7 +283,7 @@ def _nothing_text(
     quoted = _quote_queries(question, queries)
     if failed:
         return UNAVAILABLE_TEXT.format(
-            failed=_label(failed),
+            failed=_label(failed, [n for n in failed if n in worked]),
             searched_clause=f" {searched[0].upper() + searched[1:]} had nothing usable."
             if searched
             else "",
