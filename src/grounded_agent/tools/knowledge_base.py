@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import date
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grounded_agent.schemas import ToolOutcome
-from grounded_agent.tools._retry import Failure
+from grounded_agent.tools._retry import Failure, RetryPolicy, run_with_retries
 from grounded_agent.tools.base import SourceTool, default_classify, guarded
 
 if TYPE_CHECKING:
@@ -124,18 +125,55 @@ async def search_knowledge_base(
     )
 
 
+KB_RETRY = RetryPolicy(max_retries=1, backoff_s=0.2)
+"""A read that timed out is tried once more within the tool's budget; a database that refuses
+connections is not (it fails fast, and again)."""
+
+FIRST_TRY_SHARE = 0.6
+"""Share of the tool's budget the first read may take, so that a retry still fits."""
+
+
+def _kb_failure(exc: BaseException) -> Failure:
+    from grounded_agent.store.errors import StoreUnavailable
+
+    if isinstance(exc, StoreUnavailable):
+        return Failure("unavailable", False, str(exc))
+    if isinstance(exc, TimeoutError):
+        return Failure("timeout", True, str(exc) or "no answer in time")
+    if isinstance(exc, Exception):
+        return default_classify("knowledge_base")(exc)
+    raise exc
+
+
 def make_knowledge_base_tool(
     store: KnowledgeStore,
     *,
     timeout_s: float = 12.0,
     found_threshold: float = 0.75,
     low_threshold: float = 0.55,
+    policy: RetryPolicy = KB_RETRY,
 ) -> SourceTool:
-    """The allow-listed knowledge_base tool bound to `store`."""
+    """The allow-listed knowledge_base tool bound to `store`; a timed-out read is retried by the
+    shared rule (`tools._retry`) within `timeout_s`."""
 
     async def run(args: KnowledgeBaseArgs) -> ToolOutcome:
-        return await _read(
-            store, args.query, args.k, args.filters(), found_threshold, low_threshold
+        first = True
+
+        async def attempt(remaining: float) -> ToolOutcome:
+            nonlocal first
+            limit = remaining * FIRST_TRY_SHARE if first else remaining
+            first = False
+            return await asyncio.wait_for(
+                _read(store, args.query, args.k, args.filters(), found_threshold, low_threshold),
+                timeout=limit,
+            )
+
+        return await run_with_retries(
+            attempt,
+            classify=_kb_failure,
+            policy=policy,
+            budget_s=timeout_s * 0.95,  # inside the tool's own timeout
+            label="knowledge_base",
         )
 
     return SourceTool(
