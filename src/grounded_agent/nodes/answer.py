@@ -21,6 +21,7 @@ from grounded_agent.prompts.answer import (
     CAVEAT_TEXT,
     NOT_FOUND_TEXT,
     PARTIAL_TEXT,
+    PARTLY_READ_TEXT,
     STALE_TEXT,
     UNAVAILABLE_TEXT,
 )
@@ -44,9 +45,7 @@ SOURCE_LABELS = {
 
 
 def _label(names: Sequence[str], partly: Sequence[str] = ()) -> str:
-    labels = [
-        SOURCE_LABELS.get(n, n) + (" (in part)" if n in partly else "") for n in names
-    ]
+    labels = [("part of " if n in partly else "") + SOURCE_LABELS.get(n, n) for n in names]
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
@@ -269,9 +268,12 @@ def _notes(
             {"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
             for c in stale
         )
-    if failed:
-        partly = [n for n in failed if n in worked]
-        notes.append(PARTIAL_TEXT.format(failed=_label(failed, partly), worked=_label(worked)))
+    errors = [n for n in failed if n not in worked]
+    partly = [n for n in failed if n in worked]
+    if errors:
+        notes.append(PARTIAL_TEXT.format(failed=_label(errors), worked=_label(worked)))
+    if partly:
+        notes.append(PARTLY_READ_TEXT.format(partly=_label(partly, partly)))
     return notes
 
 
