@@ -201,6 +201,22 @@ def _draft(
             )
     checked = check_answer(draft, evidence)
     warnings.extend(_check_warnings(checked))
+    if how == "model" and not checked.citations:
+        # the model tried to answer, but no sentence kept a valid citation (a marker past the
+        # sources, a claim its source does not support): the usable evidence is quoted instead
+        trail.append(
+            step(
+                state,
+                "answer",
+                "model_draft_unusable",
+                f"no sentence of the model's draft kept a valid citation "
+                f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
+                "sentence(s) removed); the answer was extracted from the sources",
+            )
+        )
+        checked = check_answer(extractive_draft(question, evidence), evidence)
+        warnings.extend(_check_warnings(checked))
+        how = "extractive"
     trail.append(
         step(
             state,
