@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
 from grounded_agent.graph.builder import RECURSION_LIMIT
+from grounded_agent.redaction import redacted_traceback
 from grounded_agent.schemas import InvalidQuestion, text_problem
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
@@ -184,11 +185,11 @@ class GuardMiddleware:
                 # answered here rather than by Starlette's outermost handler, which would log
                 # the traceback as an ASGI crash and drop the keep-alive connection
                 log.error(
-                    "request failed (incident %s): %s", incident, type(exc).__name__, exc_info=exc
+                    "request failed (incident %s): %s", incident, redacted_traceback(exc)
                 )
                 await _send_json(scope, send, 500, _internal_body(incident), {})
                 return
-            log.error("stream failed (incident %s): %s", incident, type(exc).__name__, exc_info=exc)
+            log.error("stream failed (incident %s): %s", incident, redacted_traceback(exc))
             if not ended:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -342,7 +343,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> _JSON:
         incident = uuid.uuid4().hex[:12]
-        log.error("request failed (incident %s): %s", incident, type(exc).__name__, exc_info=exc)
+        log.error("request failed (incident %s): %s", incident, redacted_traceback(exc))
         return _JSON(_internal_body(incident), status_code=500)
 
 

@@ -27,6 +27,7 @@ import requests
 from pydantic import BaseModel, Field
 from wikipedia.exceptions import DisambiguationError, PageError
 
+from grounded_agent.redaction import redacted_traceback
 from grounded_agent.schemas import Finding, ToolOutcome
 from grounded_agent.tools._retry import (
     Failure,
@@ -683,7 +684,7 @@ def _wikipedia_failure(exc: Exception) -> Failure:
         return exc.failure
     if isinstance(exc, TimeoutError):
         return default_classify("wikipedia")(exc)
-    log.exception("wikipedia failed unexpectedly", exc_info=exc)
+    log.error("wikipedia failed unexpectedly: %s", redacted_traceback(exc))
     return Failure("unknown", False, short(f"{type(exc).__name__}: {exc}"))
 
 
