@@ -220,6 +220,34 @@ def body_problem(body: bytes) -> str | None:
             deepest = depth
             if deepest > MAX_JSON_DEPTH:
                 return f"the request body nests deeper than {MAX_JSON_DEPTH} levels"
+    if b"\\u" not in body:
+        return None  # a lone surrogate can only arrive as an escape
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None  # malformed JSON: the parser's own 422
+    return _unencodable(value, [])
+
+
+def _unencodable(value: Any, path: list[str]) -> str | None:
+    """Where the parsed body holds a lone surrogate (an unpaired \\ud800 escape), as a
+    sentence naming the field; such text can neither be validated nor echoed nor stored."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem is not None and "surrogate" in problem:
+            return f"{'.'.join(path) or 'the body'} {problem}"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if "surrogate" in (text_problem(key) or ""):
+                return f"a field name in {'.'.join(path) or 'the body'} is not valid Unicode text"
+            found = _unencodable(item, [*path, key])
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _unencodable(item, [*path, str(i)])
+            if found:
+                return found
     return None
 
 
