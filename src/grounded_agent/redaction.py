@@ -4,6 +4,7 @@ replaced before an exception's text or traceback is logged. Providers echo keys 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from urllib.parse import urlsplit
@@ -24,10 +25,8 @@ def known_secrets() -> list[str]:
     found = [os.environ.get(name, "").strip() for name in SECRET_VARIABLES]
     url = os.environ.get("DATABASE_URL", "").strip()
     if url:
-        try:
+        with contextlib.suppress(ValueError):
             found.append(urlsplit(url).password or "")
-        except ValueError:
-            pass
     return sorted({s for s in found if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
 
 

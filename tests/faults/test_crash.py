@@ -11,6 +11,7 @@ Real processes and the real embedded PostgreSQL of a home of their own: heavy (m
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -135,9 +136,7 @@ async def test_server_killed_during_a_threaded_run(
             t = threading.Thread(target=lambda: pending.update(
                 r=_safe_invoke(port, second_q, thread)), daemon=True)
             t.start()
-            deadline = time.monotonic() + 120
-            while "reformulate_query" not in double.steps() and time.monotonic() < deadline:
-                time.sleep(0.1)
+            await asyncio.to_thread(_wait_for_step, double, "reformulate_query", 120.0)
             assert "reformulate_query" in double.steps(), double.steps()
             mid = await _thread_state(home, thread)
             server.send_signal(signal.SIGKILL)
@@ -156,7 +155,12 @@ async def test_server_killed_during_a_threaded_run(
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)
     assert again.status_code == 200, again.text
-    assert again.json()["output"]["status"] in ("not_found", "answered", "answered_with_caveat")
+    # a completed turn, whatever its status (a first search on a cold, loaded machine may time
+    # out and say unavailable: the turn still ends once, with its answer node)
+    out = again.json()["output"]
+    assert out["status"] in ("answered", "answered_with_caveat", "partial", "not_found",
+                             "unavailable")
+    assert out["trail"][-1]["node"] == "answer"
     state = await _thread_state(home, thread)
     assert_turns(state, [first_q, second_q])  # once each, in order
     assert state.values["history"][0]["answer"] == (first_answer if first.json()["output"][
@@ -166,13 +170,21 @@ async def test_server_killed_during_a_threaded_run(
                                                   state.values["history"][-1]]}})()
     with pytest.raises(AssertionError):
         assert_turns(wrong, [first_q, second_q])
+    reports = ", ".join(f"{x['source']} {x['status']}" for x in out["sources"])
     row.record(
         saw=f"turn 1 200; killed mid-turn 2 (checkpointed at '{mid.next}'); turn 2 again: "
-        f"{again.status_code} {again.json()['output']['status']}; history "
+        f"{again.status_code} {out['status']} "
+        f"({reports}); history "
         f"{len(state.values['history'])} turns",
         logged="server log: " + (log.read_text()[-160:].strip().replace("\n", " | ") or "-"),
         control="a duplicated turn is rejected by the same check",
     )
+
+
+def _wait_for_step(double: ModelDouble, step: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while step not in double.steps() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _safe_invoke(port: int, question: str, thread: str) -> Any:
@@ -224,23 +236,23 @@ def _ingest(home: Path, corpus: Path, **kw: Any) -> subprocess.Popen[str]:
 def assert_consistent(home: Path, expected: dict[str, int], complete: bool) -> Counter[str]:
     table, terms_table = _table(home)
     chunks = Counter(
-        r[0] for r in _sql(home, f'SELECT doc_id FROM "{table}"')  # noqa: S608
+        r[0] for r in _sql(home, f'SELECT doc_id FROM "{table}"')
     )
     assert set(chunks) <= set(expected)
     for doc_id, n in chunks.items():  # never half a document
         assert n == expected[doc_id], (doc_id, n, expected[doc_id])
-    dupes = _sql(home, f'SELECT doc_id, chunk_index FROM "{table}" '  # noqa: S608
+    dupes = _sql(home, f'SELECT doc_id, chunk_index FROM "{table}" '
                        "GROUP BY doc_id, version, chunk_index HAVING count(*) > 1")
     assert dupes == []
     if complete:
         assert set(chunks) == set(expected)
     # the term statistics are exactly a recount of the chunks stored
-    rows = _sql(home, f'SELECT title, section, content FROM "{table}"')  # noqa: S608
+    rows = _sql(home, f'SELECT title, section, content FROM "{table}"')
     recount: Counter[str] = Counter()
     for title, section, content in rows:
         recount.update(set(terms(passage_text(title, section, content))))
     recount[""] = len(rows)
-    stored = {t: df for t, df in _sql(home, f'SELECT term, df FROM "{terms_table}" WHERE df <> 0')}  # noqa: S608
+    stored = {t: df for t, df in _sql(home, f'SELECT term, df FROM "{terms_table}" WHERE df <> 0')}
     assert stored == {t: n for t, n in recount.items() if n}, "term statistics drifted"
     return chunks
 
@@ -261,7 +273,7 @@ def test_ingest_killed_while_writing_then_again(home: Path, corpus: Path, fault:
     at_kill = 0
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and proc.poll() is None:
-        rows = _sql(home, f'SELECT count(DISTINCT doc_id) FROM "{table}"')  # noqa: S608
+        rows = _sql(home, f'SELECT count(DISTINCT doc_id) FROM "{table}"')
         at_kill = int(rows[0][0]) if rows else 0
         if at_kill > 0:
             proc.send_signal(signal.SIGKILL)

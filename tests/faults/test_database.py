@@ -110,7 +110,7 @@ def test_database_stopped_then_started_under_the_endpoint(
             payload = _sse_last(r.text) if "stream" in path else r.json()
             down.append((label, r.status_code, payload, time.monotonic() - t0))
         health_down = c.get("/healthz")
-        for label, code, payload, _ in down:
+        for _label, code, payload, _ in down:
             assert_unavailable_not_absent(code, payload)
         assert health_down.status_code == 503
         seen["down"] = ", ".join(

@@ -7,9 +7,7 @@ URL reaches the logs, an answer, an error body or the stream."""
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,9 +19,9 @@ from grounded_agent.graph.builder import build_graph
 from grounded_agent.serve.app import ServeSettings, create_app
 from grounded_agent.serve.testing import serving
 from grounded_agent.store import StoreSettings, open_store
-from tests.faults.conftest import logged
-from tests.faults.test_sources import PRO, QUESTION, FlakyStore, kb_tool
 from tests.fakes import ScriptedChatModel, judgement, text, tool_call
+from tests.faults.conftest import logged
+from tests.faults.test_sources import QUESTION, FlakyStore, kb_tool
 
 DB_PASSWORD = "pg-faults-s3cret-pw"
 DEAD_DB = f"postgresql://agent:{DB_PASSWORD}@127.0.0.1:1/kb"
@@ -146,10 +144,10 @@ def test_no_secret_under_faults_with_debug_logging(
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     import respx
-    from tests.support.openai_double import Fault, ModelDouble
 
     from grounded_agent.structured import forget_methods
     from grounded_agent.tools.web_search import make_web_search_tool
+    from tests.support.openai_double import Fault, ModelDouble
     from tests.tool_fakes import KeywordScorer
 
     double = ModelDouble()

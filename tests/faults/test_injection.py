@@ -18,9 +18,9 @@ from grounded_agent.context import Context
 from grounded_agent.schemas import AgentResult, Finding
 from grounded_agent.structured import forget_methods
 from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
+from tests.fakes import ScriptedChatModel, text, tool_call
 from tests.faults.conftest import logged
 from tests.faults.test_sources import PRO, QUESTION, must_reject
-from tests.fakes import ScriptedChatModel, text, tool_call
 from tests.support.openai_double import ModelDouble
 
 INJECTED = (

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 import requests
-import respx
 import responses
+import respx
 from responses import matchers
 
 from grounded_agent import aask, build_graph

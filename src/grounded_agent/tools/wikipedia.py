@@ -18,7 +18,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 from urllib.parse import quote
@@ -423,7 +423,7 @@ class _Settings:
     search_results: int
     search_page_size: int
     passages_per_page: int
-    policy: RetryPolicy = RetryPolicy()
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 def _read(
