@@ -201,6 +201,31 @@ def _bodies() -> st.SearchStrategy[tuple[str, bytes | Any]]:
     )
 
 
+def check_response(endpoint: str, r: httpx.Response) -> None:
+    """What every fuzzed request must get: no 5xx, no traceback, a refusal as a JSON error."""
+    assert r.status_code < 500, (r.status_code, r.text[:300])
+    assert "Traceback" not in r.text and 'File "' not in r.text
+    if r.status_code >= 400:
+        assert r.json()["error"], r.text
+    elif endpoint == "stream":
+        assert "event: error" not in r.text, r.text[-300:]
+
+
+def test_the_endpoint_check_rejects_server_errors() -> None:
+    """Negative control of the endpoint fuzz: a 500, a traceback or a stream's error event."""
+    req = httpx.Request("POST", "http://x/agent/invoke")
+    bad = [
+        ("invoke", httpx.Response(500, json={"error": "internal_error"}, request=req)),
+        ("invoke", httpx.Response(422, text="Traceback (most recent call last):", request=req)),
+        ("stream", httpx.Response(200, text='event: error\ndata: {"status_code": 500}',
+                                  request=req)),
+    ]
+    for endpoint, response in bad:
+        with pytest.raises(AssertionError):
+            check_response(endpoint, response)
+    check_response("invoke", httpx.Response(422, json={"error": "invalid_input"}, request=req))
+
+
 async def _checkpointed(store: KnowledgeStore, prefix: str) -> set[str]:
     import psycopg
 
@@ -245,17 +270,12 @@ async def test_endpoint(fault: Any, fake_store: KnowledgeStore,
                 content = json.dumps(body, ensure_ascii=True).encode()
             r = client.post(f"/agent/{endpoint}", content=content,
                             headers={"content-type": "application/json"})
-            assert r.status_code < 500, (r.status_code, r.text[:300])
-            assert "Traceback" not in r.text and "File \"" not in r.text
+            check_response(endpoint, r)
             if r.status_code >= 400:
-                assert r.json()["error"], r.text
                 refused.add(thread)
-                tally[f"{r.status_code}"] += 1
             else:
-                if endpoint == "stream":
-                    assert "event: error" not in r.text, r.text[-300:]
                 accepted.add(thread)
-                tally["200"] += 1
+            tally[f"{r.status_code}"] += 1
 
         run()
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -264,5 +284,6 @@ async def test_endpoint(fault: Any, fake_store: KnowledgeStore,
     assert written & refused == set()  # a refused request wrote nothing
     assert sum(tally.values()) >= EXAMPLES
     record(row, tally, logged=f"{len(errors)} ERROR records",
-           control=f"{len(written & accepted)} accepted threads checkpointed, "
+           control=f"check_response rejects a 500, a traceback, an error event; "
+           f"{len(written & accepted)} accepted threads checkpointed, "
            f"{len(written & refused)} refused ones")

@@ -99,6 +99,18 @@ async def _fire(base: str, n: int) -> list[tuple[int, str, dict[str, Any], str |
         return await asyncio.gather(*(one(i) for i in range(n)))
 
 
+def check_load(results: list[tuple[int, str, dict[str, Any], str | None]]) -> Counter[int]:
+    """Completed (200, its own question) or shed (503, Retry-After); nothing else."""
+    codes = Counter(code for code, *_ in results)
+    assert set(codes) <= {200, 503}, codes
+    for code, question, body, retry_after in results:
+        if code == 503:
+            assert retry_after and int(retry_after) > 0 and body["error"] == "overloaded"
+        else:  # no answer belongs to another request
+            assert body["output"]["question"] == question
+    return codes
+
+
 async def test_concurrent_requests_complete_or_are_shed(
     model: ModelDouble, fake_store: KnowledgeStore, fault: Any
 ) -> None:
@@ -118,14 +130,8 @@ async def test_concurrent_requests_complete_or_are_shed(
             started = time.monotonic()
             results = await _fire(base, REQUESTS)
             elapsed = time.monotonic() - started
-    codes = Counter(code for code, *_ in results)
-    assert set(codes) <= {200, 503}, codes
+    codes = check_load(results)
     assert codes[200] >= min(REQUESTS, MAX_CONCURRENCY) // 2
-    shed = [(body, ra) for code, _, body, ra in results if code == 503]
-    assert all(ra and int(ra) > 0 and body["error"] == "overloaded" for body, ra in shed)
-    for code, question, body, _ in results:  # no answer belongs to another request
-        if code == 200:
-            assert body["output"]["question"] == question
     # no thread holds another's turn
     async with open_checkpointer(store=fake_store) as saver:
         threaded = build_graph(store=fake_store, checkpointer=saver)
@@ -138,13 +144,19 @@ async def test_concurrent_requests_complete_or_are_shed(
     assert grown_mib < RSS_BOUND_MIB
     # the store's pool (5 + 5 overflow), the thread pool, the sampler and a little slack
     assert sampler.connections <= 10 + POOL_MAX_SIZE + 4
-    # negative control: a 500 or a 503 without Retry-After would fail the checks above
-    assert not ({500, 502} <= set(codes))
+    # negative control: the same check rejects a 500, a shed request without Retry-After and
+    # an answer to another request's question
+    ok = (200, "q1", {"output": {"question": "q1"}}, None)
+    for wrong in [(500, "q2", {"error": "internal_error"}, None),
+                  (503, "q2", {"error": "overloaded"}, None),
+                  (200, "q2", {"output": {"question": "q1"}}, None)]:
+        with pytest.raises(AssertionError):
+            check_load([ok, wrong])
     row.record(
         saw=f"{codes[200]} completed, {codes[503]} shed (503 + Retry-After), "
         f"{sum(v for k, v in codes.items() if k not in (200, 503))} other; {elapsed:.1f}s",
         logged=f"{len(model.requests)} model requests",
-        control="status set, Retry-After and question echo checked per response",
+        control="check_load rejects a 500, a 503 without Retry-After, a crossed answer",
         requests=REQUESTS, completed=codes[200], shed=codes[503],
         peak_rss_mib=round(sampler.rss / 2**20), rss_growth_mib=round(grown_mib),
         peak_db_connections=sampler.connections,

@@ -23,7 +23,7 @@ from grounded_agent.store.ingest import IngestError, SourceDocument, to_record
     ],
 )
 def test_the_question_check_refuses_unencodable_text(raw: str, needle: str) -> None:
-    with pytest.raises(InvalidQuestion, match="^question ") as info:
+    with pytest.raises(InvalidQuestion, match=r"^question ") as info:
         validate_question(raw)
     assert needle in str(info.value) and "\n" not in str(info.value)
 
@@ -32,7 +32,7 @@ def test_odd_but_valid_text_passes() -> None:
     for raw in ("مرحبا؟ \u200b price", "\u202eprice", "👩‍💻 Pro plan?", "\ufeffprice"):
         assert validate_question(raw)
     assert validate_language("  ") is None and validate_language("Deutsch") == "Deutsch"
-    with pytest.raises(InvalidQuestion, match="^language "):
+    with pytest.raises(InvalidQuestion, match=r"^language "):
         validate_language("en\ud800")
 
 
@@ -84,5 +84,5 @@ def test_a_document_with_nul_is_refused_before_embedding() -> None:
         to_record(doc)
     meta = SourceDocument(doc_id="d", title="T", text="Fine.", origin="d.jsonl",
                           extra={"note": "x\ud800"})
-    with pytest.raises(IngestError, match="metadata.note is not valid Unicode"):
+    with pytest.raises(IngestError, match=r"metadata\.note is not valid Unicode"):
         to_record(meta)

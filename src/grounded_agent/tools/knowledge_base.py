@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from datetime import date
@@ -126,12 +125,8 @@ async def search_knowledge_base(
 
 
 KB_RETRY = RetryPolicy(max_retries=1, backoff_s=0.2)
-"""A read that timed out is tried once more within the tool's budget; a database that refuses
-connections is not (it fails fast, and again)."""
-
-FIRST_TRY_SHARE = 0.6
-"""Share of the tool's budget the first read may take, so that a retry still fits."""
-
+"""A read that timed out is tried once more if the tool's budget still has room; a database
+that refuses connections is not (it fails fast, and again)."""
 
 def _kb_failure(exc: BaseException) -> Failure:
     from grounded_agent.store.errors import StoreUnavailable
@@ -157,15 +152,12 @@ def make_knowledge_base_tool(
     shared rule (`tools._retry`) within `timeout_s`."""
 
     async def run(args: KnowledgeBaseArgs) -> ToolOutcome:
-        first = True
-
+        # each read may take what is left of the budget (a cold first search creates the
+        # schema and warms the pools); a retry happens when a timeout leaves time for one,
+        # as the database's own statement timeout (query_timeout_s) does
         async def attempt(remaining: float) -> ToolOutcome:
-            nonlocal first
-            limit = remaining * FIRST_TRY_SHARE if first else remaining
-            first = False
-            return await asyncio.wait_for(
-                _read(store, args.query, args.k, args.filters(), found_threshold, low_threshold),
-                timeout=limit,
+            return await _read(
+                store, args.query, args.k, args.filters(), found_threshold, low_threshold
             )
 
         return await run_with_retries(
