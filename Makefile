@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup dev demo test test-fast lint bench eval clean-data
+.PHONY: setup dev demo test test-fast lint bench eval faults clean-data
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ test-fast: dev
 
 bench: dev
 	$(BIN)/python benchmarks/run_all.py
+
+# The fault matrix (tests/faults with the heavy tests, 1,000 fuzzed inputs per entry point, 200
+# concurrent requests): one row per fault, what the user saw, what was logged, pass/fail.
+faults: dev
+	$(BIN)/python benchmarks/faults.py
 
 # One table per knowledge base: SQuAD and swapped SQuAD (when ../shared/eval/squad is present, or
 # $$GROUNDED_AGENT_EVAL_DATA) and every benchmarks/kbs/*/; the mean of seeds 0, 1 and 2 on the SQuAD

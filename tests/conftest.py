@@ -11,6 +11,23 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 SQUAD = SHARED / "eval" / "squad"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-heavy",
+        action="store_true",
+        help="also run the tests marked heavy (the full fault matrix: make faults)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-heavy"):
+        return
+    skip = pytest.mark.skip(reason="heavy: runs under `make faults` (pytest --run-heavy)")
+    for item in items:
+        if "heavy" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never see real keys or hub downloads; each test sets the keys it needs."""

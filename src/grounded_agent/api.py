@@ -13,7 +13,12 @@ from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.context import Context, parse_sources
-from grounded_agent.schemas import AgentResult, InvalidQuestion, validate_question
+from grounded_agent.schemas import (
+    AgentResult,
+    InvalidQuestion,
+    validate_language,
+    validate_question,
+)
 
 if TYPE_CHECKING:
     from grounded_agent.store import (
@@ -55,8 +60,7 @@ def _inputs(question: str, options: AskOptions) -> dict[str, Any]:
             payload["sources"] = list(parse_sources(sources))
         except ValueError as exc:
             raise InvalidQuestion(str(exc)) from exc
-    if options.get("language"):
-        payload["language"] = options.get("language")
+    payload["language"] = validate_language(options.get("language"))
     return payload
 
 

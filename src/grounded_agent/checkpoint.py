@@ -30,6 +30,9 @@ _setup_locks: dict[tuple[str, int], asyncio.Lock] = {}
 
 POOL_MAX_SIZE = 10
 CONNECT_TIMEOUT_S = 10.0
+POOL_WAIT_S = 5.0
+"""How long a checkpoint read or write waits for a pooled connection before the database counts
+as unavailable (a database that went away leaves the pool nothing to hand out)."""
 
 
 async def checkpoint_database_url(store: KnowledgeStore | None = None) -> str:
@@ -70,8 +73,17 @@ async def open_checkpointer(
 
     url = libpq_url(database_url or await checkpoint_database_url(store))
     kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    # `check` tests each connection as it leaves the pool: after the database restarted, a
+    # connection of the old server is replaced by a new one instead of failing the request
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url, kwargs=kwargs, min_size=1, max_size=max_size, open=False, name="grounded-agent-threads"
+        url,
+        kwargs=kwargs,
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        name="grounded-agent-threads",
+        check=AsyncConnectionPool.check_connection,
+        timeout=POOL_WAIT_S,
     )
     try:
         # one direct connection first: a refused connection fails at once, while the pool

@@ -499,14 +499,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the user gets one line; the details go to the log
-        log.debug("command failed", exc_info=True)
+        from grounded_agent.redaction import redacted_traceback
+
         print(
             f"grounded-agent: {args.command} failed: {type(exc).__name__}. "
             "Run with -v for details.",
             file=sys.stderr,
         )
         if args.verbose:
-            log.exception("details")
+            log.error("details: %s", redacted_traceback(exc))
         return 1
 
 

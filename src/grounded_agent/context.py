@@ -25,12 +25,17 @@ def default_sources() -> list[SourceName]:
 
 def parse_sources(raw: str | list[str]) -> list[SourceName]:
     """Validates a source list; raises ValueError naming the unknown entries."""
-    items = [s.strip() for s in (raw.split(",") if isinstance(raw, str) else raw) if s.strip()]
+    if not isinstance(raw, str | list | tuple):
+        raise ValueError("sources must be a list of names or a comma-separated text")
+    given = raw.split(",") if isinstance(raw, str) else list(raw)
+    if not all(isinstance(s, str) for s in given):
+        raise ValueError("each source must be a name: knowledge_base, wikipedia or web")
+    items = [s.strip() for s in given if s.strip()]
     unknown = [s for s in items if s not in SOURCE_NAMES]
     if unknown:
-        raise ValueError(
-            f"unknown source(s): {', '.join(unknown)}; choose from {', '.join(SOURCE_NAMES)}"
-        )
+        # quoted and cut: a name as given may hold line breaks or be very long
+        shown = ", ".join(repr(s) if len(s) <= 40 else repr(s[:40]) + "…" for s in unknown[:5])
+        raise ValueError(f"unknown source(s): {shown}; choose from {', '.join(SOURCE_NAMES)}")
     out: list[SourceName] = []
     for s in items:
         if s not in out:

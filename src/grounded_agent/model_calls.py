@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from grounded_agent.context import Context
 from grounded_agent.nodes._common import step
+from grounded_agent.redaction import describe, redacted_traceback
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,8 @@ class Fallback:
             if self.budget_warning is not None:
                 warnings.append({"kind": "budget_exhausted", "detail": self.budget_warning})
         elif failure is not None:
-            log.warning("%s: model call failed; %s", self.node, self.instead, exc_info=failure)
+            log.warning("%s: model call failed (%s); %s", self.node, describe(failure), self.instead)
+            log.debug("%s: model call failure\n%s", self.node, redacted_traceback(failure))
             if self.trail is not None:
                 trail.append(step(state, self.node, "model_failed", self.trail))
             if self.where is not None:

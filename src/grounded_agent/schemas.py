@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
@@ -181,6 +182,31 @@ class ToolOutcome(BaseModel):
         )
 
 
+    @classmethod
+    def partial_read(
+        cls,
+        source: SourceName,
+        query: str,
+        items: list[Finding],
+        *,
+        detail: str,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        elapsed_ms: float = 0.0,
+    ) -> ToolOutcome:
+        """A read that stopped part-way: what was read is usable and classified, but coverage is
+        partial and `finding_count` unknown, so absence is never concluded from it."""
+        ranked_items = sorted(items, key=lambda i: i.score, reverse=True)
+        return cls(
+            source=source,
+            query=query,
+            status=classify(ranked_items, thresholds),
+            coverage="partial",
+            items=ranked_items,
+            detail=detail,
+            elapsed_ms=elapsed_ms,
+        )
+
+
 class ToolCallRecord(BaseModel):
     """A tool outcome as the graph keeps it: the attempt and the call that produced it ("" for a
     requested source that no call reached). Technical details stay in the logs, not in state."""
@@ -297,10 +323,37 @@ class InvalidQuestion(ValueError):
     """Input the agent refuses before any model or tool call; the message is safe to show."""
 
 
+MAX_LANGUAGE_CHARS = 40
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot travel as text (a lone surrogate, a NUL character), or None.
+
+    A lone surrogate is what undecodable bytes become (a command line's invalid UTF-8) or an
+    unpaired escape in JSON: it cannot be encoded, so it would fail later in a tool call, the
+    database or the response. PostgreSQL text cannot hold NUL.
+    """
+    bad = _SURROGATE.search(value)
+    if bad is not None:
+        return (
+            f"is not valid Unicode text: a lone surrogate (U+{ord(bad.group()):04X}, from "
+            f"invalid UTF-8 or an unpaired escape) at character {bad.start() + 1}"
+        )
+    nul = value.find("\x00")
+    if nul >= 0:
+        return f"holds a NUL character at character {nul + 1}"
+    return None
+
+
 def validate_question(raw: object) -> str:
     """The stripped question, or InvalidQuestion saying what is wrong with it."""
     if not isinstance(raw, str):
         raise InvalidQuestion("question must be a text")
+    problem = text_problem(raw)
+    if problem is not None:
+        raise InvalidQuestion(f"question {problem}")
     question = raw.strip()
     if not question:
         raise InvalidQuestion("question is empty")
@@ -309,3 +362,18 @@ def validate_question(raw: object) -> str:
             f"question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}"
         )
     return question
+
+
+def validate_language(raw: object) -> str | None:
+    """The answer language as given (None or blank: the question's own), or InvalidQuestion."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise InvalidQuestion("language must be a text")
+    problem = text_problem(raw)
+    if problem is not None:
+        raise InvalidQuestion(f"language {problem}")
+    language = raw.strip()
+    if len(language) > MAX_LANGUAGE_CHARS:
+        raise InvalidQuestion(f"language is longer than {MAX_LANGUAGE_CHARS} characters")
+    return language or None

@@ -158,3 +158,64 @@ async def test_squad_corpus_ingests_once(fake_store: KnowledgeStore) -> None:
     assert docs == 1204 and chunks == active == first.chunks
     hits = await fake_store.asearch("Normans", k=3, filters=SearchFilters(doc_ids=["Normans#0"]))
     assert [h.source_id for h in hits] == ["Normans#0"]
+
+
+class CountingEmbedding(DeterministicFakeEmbedding):
+    """Fake embeddings that count the passages embedded."""
+
+    embedded: int = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedded += len(texts)
+        return super().embed_documents(texts)
+
+
+async def test_a_document_postgresql_cannot_store_is_refused_before_embedding(
+    store_settings: object, table_name: str, tmp_path: Path
+) -> None:
+    embeddings = CountingEmbedding(size=384)
+    store = open_store(store_settings, embeddings=embeddings, table_name=table_name)  # type: ignore[arg-type]
+    try:
+        _md(tmp_path / "good.md", "good", "# Good\n\nThe Pro plan costs 49 EUR.")
+        _md(tmp_path / "nul.md", "nul", "# Nul\n\nA NUL \x00 byte in the text.")
+        (tmp_path / "lone.jsonl").write_text('{"id": "lone", "text": "half a pair \\ud800 here"}\n')
+        report = await aingest_paths([tmp_path], store)
+        assert report.documents == 1 and report.added == 1
+        reasons = {Path(e.file).name.split(":")[0]: e.reason for e in report.errors}
+        assert "NUL character" in reasons["nul.md"]
+        assert "lone surrogate" in reasons["lone.jsonl"]
+        assert embeddings.embedded == 1  # only the good document was embedded
+        assert [r[0] for r in await _rows(store)] == ["good"]
+    finally:
+        await store.adrop()
+        await store.aclose()
+
+
+async def test_a_concurrent_ingestion_waits_then_skips_instead_of_embedding_again(
+    store_settings: object, table_name: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from grounded_agent.store import ingest_paths
+
+    for i in range(6):
+        _md(tmp_path / f"d{i}.md", f"d{i}", f"# Doc {i}\n\nClause {i} says {i * 7} days.")
+    first = CountingEmbedding(size=384)
+    second = CountingEmbedding(size=384)
+    a = open_store(store_settings, embeddings=first, table_name=table_name)  # type: ignore[arg-type]
+    b = open_store(store_settings, embeddings=second, table_name=table_name)  # type: ignore[arg-type]
+    try:
+        await a.aensure_schema()
+        ra, rb = await asyncio.gather(
+            asyncio.to_thread(ingest_paths, [tmp_path], a),
+            asyncio.to_thread(ingest_paths, [tmp_path], b),
+        )
+        # one wrote everything, the other waited for it and skipped everything
+        assert sorted([ra.added, rb.added]) == [0, 6]
+        assert sorted([ra.skipped, rb.skipped]) == [0, 6]
+        assert sorted([first.embedded, second.embedded]) == [0, 6]
+        assert len(await _rows(a)) == 6
+    finally:
+        await a.adrop()
+        await a.aclose()
+        await b.aclose()

@@ -345,3 +345,31 @@ def test_internal_errors_are_json_without_internals() -> None:
     assert "sk-live" not in r.text and "Traceback" not in r.text
     assert ("error", {"status_code": 500, "message": "Internal Server Error"}) in _sse(s.text)
     assert "sk-live" not in s.text
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (b'{"input": {"question": "x", "sources": ' + b"[" * 10_000 + b"]" * 10_000 + b"}}",
+         "nests deeper"),
+        (b'{"input": {"question": "\xff\xfe price?"}}', "not valid UTF-8"),
+        (b'{"input": {"question": "\\ud800 price?"}}', "question is not valid Unicode"),
+    ],
+    ids=["deep", "invalid_utf8", "lone_surrogate"],
+)
+def test_malformed_bodies_are_422_and_the_connection_stays_open(
+    url: str, body: bytes, needle: str
+) -> None:
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    with httpx.Client(base_url=url, timeout=30, limits=limits) as c:
+        for endpoint in ("invoke", "batch", "stream"):
+            sent = body.replace(b'{"input": ', b'{"inputs": [', 1)[:-1] + b"]}" if (
+                endpoint == "batch") else body
+            r = c.post(f"/agent/{endpoint}", content=sent,
+                       headers={"content-type": "application/json"})
+            assert r.status_code == 422, (endpoint, r.text)
+            assert r.json()["error"] == "invalid_input" and needle in r.json()["detail"]
+            assert r.headers.get("connection") != "close" and "Traceback" not in r.text
+            # the same keep-alive connection serves the next request
+            ok = c.post("/agent/invoke", json={"input": {"question": QUESTION}})
+            assert ok.status_code == 200, ok.text

@@ -144,6 +144,8 @@ class Behaviour:
     latency_s: float = 0.0
     latency_steps: tuple[str, ...] = ()  # steps the latency applies to (empty: every step)
     faults: list[Fault] = field(default_factory=list)
+    tool_name: str | None = None  # call_tools: call this tool (one outside the allow-list)
+    answer_text: str | None = None  # the answer step replies with this text, as it is
 
     def __post_init__(self) -> None:
         if self.mode not in ("cooperative", "oracle"):
@@ -768,6 +770,8 @@ class ModelDouble:
         if not names:
             return Reply(content="I would search the knowledge base for this question.")
         name = "knowledge_base" if "knowledge_base" in names else names[0]
+        if b.tool_name is not None:
+            name = b.tool_name
         if "call_tools" in b.broken_tool_json:
             args = '{"query": "' + question[:20]
         elif "call_tools" in b.invalid_tool_args:
@@ -803,6 +807,8 @@ class ModelDouble:
         return Reply(content=text) if asked_for_json(body) else prose
 
     def _answer(self, body: dict[str, Any], question: str, b: Behaviour) -> str:
+        if b.answer_text is not None:
+            return b.answer_text
         sources = sources_of(body)
         if not sources:
             return ABSTAIN

@@ -280,8 +280,12 @@ async def test_changed_number_is_unsupported() -> None:
     result = await aask(
         "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
     )
-    assert result.status == "not_found"
+    # the model's only sentence is removed; the usable evidence is quoted instead, never a
+    # "not found" while the knowledge base holds the answer
+    assert result.status == "answered" and "49 EUR" in result.answer
     assert "59" not in result.answer
+    assert any(w.kind == "unsupported_sentence" for w in result.warnings)
+    assert any(t.decision == "model_draft_unusable" for t in result.trail)
 
 
 async def test_model_call_budget_is_two_at_best_and_five_at_worst() -> None:

@@ -212,7 +212,10 @@ async def test_search_failures_are_errors_of_their_kind(
     rsps: responses.RequestsMock, cassette: str, kind: str
 ) -> None:
     register_wiki_cassette(rsps, cassette)
-    outcome = await search_wikipedia(QUERY, scorer=KeywordScorer(SCORER_RULES))
+    # a short budget: the 429's Retry-After (5 s) does not fit it, and retries back off briefly
+    outcome = await search_wikipedia(
+        QUERY, scorer=KeywordScorer(SCORER_RULES), timeout_s=2.0, backoff_s=0.01
+    )
     assert_unavailable(outcome, kind)
     assert outcome.detail
 

@@ -23,6 +23,7 @@ from grounded_agent.prompts.answer import (
     CAVEAT_TEXT,
     NOT_FOUND_TEXT,
     PARTIAL_TEXT,
+    PARTLY_READ_TEXT,
     STALE_TEXT,
     TRANSLATE_ANSWER_USER,
     UNAVAILABLE_TEXT,
@@ -51,8 +52,8 @@ SOURCE_LABELS = {
 }
 
 
-def _label(names: Sequence[str]) -> str:
-    labels = [SOURCE_LABELS.get(n, n) for n in names]
+def _label(names: Sequence[str], partly: Sequence[str] = ()) -> str:
+    labels = [("part of " if n in partly else "") + SOURCE_LABELS.get(n, n) for n in names]
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
@@ -92,7 +93,8 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
     ctx = ctx_of(runtime)
     question = str(state["question"])
     reports = source_reports(list(state.get("requested") or []), final_outcomes(state))
-    failed = [r.source for r in reports if r.status == "error"]
+    # a source read only in part counts with the failed ones: absence is not established there
+    failed = [r.source for r in reports if r.status == "error" or r.coverage != "complete"]
     worked = [r.source for r in reports if r.status != "error"]
     evidence = list(state.get("evidence") or [])
     confidence = state.get("confidence") or Confidence()
@@ -202,10 +204,13 @@ def _source_warnings(state: AgentState, reports: list[SourceReport]) -> list[dic
     warnings: list[dict[str, Any]] = [
         {
             "kind": "source_unavailable",
-            "detail": f"{SOURCE_LABELS.get(r.source, r.source)} could not be searched ({r.error_kind})",
+            "detail": f"{SOURCE_LABELS.get(r.source, r.source)} could not be searched ({r.error_kind})"
+            if r.status == "error"
+            else f"{SOURCE_LABELS.get(r.source, r.source)} was read only in part: some of its "
+            "pages could not be read",
         }
         for r in reports
-        if r.status == "error"
+        if r.status == "error" or r.coverage != "complete"
     ]
     for o in outcomes_of(state):
         report = next((r for r in reports if r.source == o.source), None)
@@ -249,6 +254,22 @@ def _draft(
             )
     checked = check_answer(draft, evidence)
     warnings.extend(_check_warnings(checked))
+    if how == "model" and not checked.citations:
+        # the model tried to answer, but no sentence kept a valid citation (a marker past the
+        # sources, a claim its source does not support): the usable evidence is quoted instead
+        trail.append(
+            step(
+                state,
+                "answer",
+                "model_draft_unusable",
+                f"no sentence of the model's draft kept a valid citation "
+                f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
+                "sentence(s) removed); the answer was extracted from the sources",
+            )
+        )
+        checked = check_answer(extractive_draft(question, evidence), evidence)
+        warnings.extend(_check_warnings(checked))
+        how = "extractive"
     trail.append(
         step(
             state,
@@ -316,8 +337,12 @@ def _notes(
             {"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
             for c in stale
         )
-    if failed:
-        notes.append(PARTIAL_TEXT.format(failed=_label(failed), worked=_label(worked)))
+    errors = [n for n in failed if n not in worked]
+    partly = [n for n in failed if n in worked]
+    if errors:
+        notes.append(PARTIAL_TEXT.format(failed=_label(errors), worked=_label(worked)))
+    if partly:
+        notes.append(PARTLY_READ_TEXT.format(partly=_label(partly, partly)))
     return notes
 
 
@@ -329,7 +354,7 @@ def _nothing_text(
     quoted = _quote_queries(question, queries)
     if failed:
         return UNAVAILABLE_TEXT.format(
-            failed=_label(failed),
+            failed=_label(failed, [n for n in failed if n in worked]),
             searched_clause=f" {searched[0].upper() + searched[1:]} had nothing usable."
             if searched
             else "",

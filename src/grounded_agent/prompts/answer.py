@@ -50,4 +50,5 @@ UNAVAILABLE_TEXT = (
     "the answer exists there.{searched_clause} Queries tried: {queries}."
 )
 PARTIAL_TEXT = "Note: {failed} could not be searched; this answer rests on {worked} alone."
+PARTLY_READ_TEXT = "Note: {partly} could not be read; this answer rests on the pages that were."
 """Fixed texts the code composes around an answer; they carry no facts of their own."""

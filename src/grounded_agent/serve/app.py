@@ -7,8 +7,10 @@ nothing: no body parsing, no graph run. Settings come from the environment (`Ser
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -23,7 +25,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
 from grounded_agent.graph.builder import RECURSION_LIMIT
-from grounded_agent.schemas import InvalidQuestion
+from grounded_agent.redaction import redacted_traceback
+from grounded_agent.schemas import InvalidQuestion, text_problem
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
 from grounded_agent.store.errors import StoreError
@@ -72,10 +75,18 @@ class ServeSettings:
         )
 
 
+class _JSON(JSONResponse):
+    """JSON with non-ASCII escaped: an error that echoes a client's lone surrogate still
+    renders (UTF-8 cannot encode one, an escape can)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False).encode("ascii")
+
+
 async def _send_json(
     scope: Scope, send: Send, status: int, body: dict[str, Any], headers: dict[str, str]
 ) -> None:
-    response = JSONResponse(body, status_code=status, headers=headers)
+    response = _JSON(body, status_code=status, headers=headers)
     await response(scope, _no_receive, send)
 
 
@@ -115,22 +126,26 @@ class GuardMiddleware:
             "request_too_large", f"the request body is larger than {self.settings.max_body} bytes"
         )
         length = headers.get("content-length")
-        if length is not None:
-            if not length.isdigit() or int(length) > self.settings.max_body:
+        if length is not None and (not length.isdigit() or int(length) > self.settings.max_body):
+            await _send_json(scope, send, 413, too_big, {"Connection": "close"})
+            return
+        # read the body (at most the limit, chunked or not), check it, then replay it
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            body += message.get("body", b"")
+            more = bool(message.get("more_body"))
+            if len(body) > self.settings.max_body:
                 await _send_json(scope, send, 413, too_big, {"Connection": "close"})
                 return
-        else:  # chunked: read at most the limit, then replay what was read
-            body, more = b"", True
-            while more:
-                message = await receive()
-                if message["type"] != "http.request":
-                    return
-                body += message.get("body", b"")
-                more = bool(message.get("more_body"))
-                if len(body) > self.settings.max_body:
-                    await _send_json(scope, send, 413, too_big, {"Connection": "close"})
-                    return
-            receive = _replay(body)
+        receive = _replay(body, receive)
+        problem = body_problem(body)
+        if problem is not None:
+            # a client error, answered on the same keep-alive connection
+            await _send_json(scope, send, 422, error_body("invalid_input", problem), {})
+            return
         if self.active >= self.settings.max_concurrency:
             await _send_json(
                 scope,
@@ -165,21 +180,86 @@ class GuardMiddleware:
         try:
             await self.app(scope, receive, tracking_send)
         except Exception as exc:
-            if not started:
-                raise
             incident = uuid.uuid4().hex[:12]
-            log.error("stream failed (incident %s): %s", incident, type(exc).__name__, exc_info=exc)
+            if not started:
+                # answered here rather than by Starlette's outermost handler, which would log
+                # the traceback as an ASGI crash and drop the keep-alive connection
+                log.error(
+                    "request failed (incident %s): %s", incident, redacted_traceback(exc)
+                )
+                await _send_json(scope, send, 500, _internal_body(incident), {})
+                return
+            log.error("stream failed (incident %s): %s", incident, redacted_traceback(exc))
             if not ended:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _replay(body: bytes) -> Receive:
+MAX_JSON_DEPTH = 32
+"""Nesting a request body may have; the input and config need five levels."""
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def body_problem(body: bytes) -> str | None:
+    """Why a request body cannot be read as JSON text safely, or None.
+
+    Checked before LangServe parses it: invalid UTF-8 and deep nesting (which makes the JSON
+    decoder recurse until RecursionError) are the client's errors, not the server's. Malformed
+    JSON itself is left to the parser, which reports it as a 422.
+    """
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the request body is not valid UTF-8 (byte {exc.start + 1})"
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    depth = deepest = 0
+    for byte in brackets:
+        depth += 1 if byte in (0x5B, 0x7B) else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_JSON_DEPTH:
+                return f"the request body nests deeper than {MAX_JSON_DEPTH} levels"
+    if b"\\u" not in body:
+        return None  # a lone surrogate can only arrive as an escape
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None  # malformed JSON: the parser's own 422
+    return _unencodable(value, [])
+
+
+def _unencodable(value: Any, path: list[str]) -> str | None:
+    """Where the parsed body holds a lone surrogate (an unpaired \\ud800 escape), as a
+    sentence naming the field; such text can neither be validated nor echoed nor stored."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem is not None and "surrogate" in problem:
+            return f"{'.'.join(path) or 'the body'} {problem}"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if "surrogate" in (text_problem(key) or ""):
+                return f"a field name in {'.'.join(path) or 'the body'} is not valid Unicode text"
+            found = _unencodable(item, [*path, key])
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _unencodable(item, [*path, str(i)])
+            if found:
+                return found
+    return None
+
+
+def _replay(body: bytes, then: Receive) -> Receive:
+    """The body already read, then the connection's own messages: a streaming response waits
+    on them to learn that the client went away."""
     sent = False
 
     async def receive() -> Message:
         nonlocal sent
         if sent:
-            return {"type": "http.disconnect"}
+            return await then()
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
 
@@ -205,6 +285,10 @@ def _config_modifier(
                     allowed=sorted(ALLOWED_CONFIGURABLE),
                 ),
             )
+        for name, value in sent.items():
+            problem = text_problem(value) if isinstance(value, str) else None
+            if problem is not None:
+                raise HTTPException(400, error_body("invalid_config", f"{name} {problem}"))
         if sent.get("thread_id") and not threads:
             raise HTTPException(
                 400, error_body("threads_disabled", "this server keeps no conversation threads")
@@ -254,48 +338,49 @@ def _install_error_handlers(app: FastAPI) -> None:
     """Every error is JSON with a code and a sentence; no stack traces, no internals."""
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError) -> _JSON:
         sentence, items = _validation_message(exc.errors())
-        return JSONResponse(error_body("invalid_input", sentence, errors=items), status_code=422)
+        return _JSON(error_body("invalid_input", sentence, errors=items), status_code=422)
 
     @app.exception_handler(ValidationError)
-    async def _invalid_item(request: Request, exc: ValidationError) -> JSONResponse:
+    async def _invalid_item(request: Request, exc: ValidationError) -> _JSON:
         # raised inside a run (a batch item, a config value): the caller's input, not our fault
         sentence, items = _validation_message(exc.errors(include_input=False))
-        return JSONResponse(error_body("invalid_input", sentence, errors=items), status_code=422)
+        return _JSON(error_body("invalid_input", sentence, errors=items), status_code=422)
 
     @app.exception_handler(InvalidQuestion)
-    async def _invalid_question(request: Request, exc: InvalidQuestion) -> JSONResponse:
-        return JSONResponse(error_body("invalid_input", str(exc)), status_code=422)
+    async def _invalid_question(request: Request, exc: InvalidQuestion) -> _JSON:
+        return _JSON(error_body("invalid_input", str(exc)), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> _JSON:
         body = exc.detail if isinstance(exc.detail, dict) else error_body(
             "http_error", str(exc.detail)
         )
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        return _JSON(body, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(StoreError)
-    async def _store(request: Request, exc: StoreError) -> JSONResponse:
+    async def _store(request: Request, exc: StoreError) -> _JSON:
         log.warning("database unavailable: %s", exc)
-        return JSONResponse(
+        return _JSON(
             error_body("unavailable", "the database is unavailable; retry later"),
             status_code=503,
             headers={"Retry-After": "5"},
         )
 
     @app.exception_handler(Exception)
-    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+    async def _internal(request: Request, exc: Exception) -> _JSON:
         incident = uuid.uuid4().hex[:12]
-        log.error("request failed (incident %s): %s", incident, type(exc).__name__, exc_info=exc)
-        return JSONResponse(
-            error_body(
-                "internal_error",
-                "the agent failed on this request; the server log has the details",
-                incident=incident,
-            ),
-            status_code=500,
-        )
+        log.error("request failed (incident %s): %s", incident, redacted_traceback(exc))
+        return _JSON(_internal_body(incident), status_code=500)
+
+
+def _internal_body(incident: str) -> dict[str, Any]:
+    return error_body(
+        "internal_error",
+        "the agent failed on this request; the server log has the details",
+        incident=incident,
+    )
 
 
 def create_app(
@@ -339,7 +424,7 @@ def create_app(
     _install_error_handlers(app)
 
     @app.get("/healthz")
-    async def healthz() -> JSONResponse:
+    async def healthz() -> _JSON:
         """200 when the knowledge-base database answers, 503 with the reason when it does not."""
         health = await store.ahealthcheck()
         # open without a key: counts only; where the database lives and why it failed go to the log
@@ -349,9 +434,9 @@ def create_app(
             if k in ("ok", "backend", "documents", "chunks", "active_chunks")
         }
         if health.ok:
-            return JSONResponse({"status": "ok", **public})
+            return _JSON({"status": "ok", **public})
         log.warning("health check failed: %s", health.detail)
-        return JSONResponse(
+        return _JSON(
             {"status": "unavailable", "error": "database_unavailable", **public}, status_code=503
         )
 

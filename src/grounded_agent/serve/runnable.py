@@ -19,8 +19,9 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
 from grounded_agent.documents import parse_query
-from grounded_agent.schemas import AgentResult, InvalidQuestion
+from grounded_agent.schemas import AgentResult, AgentWarning, InvalidQuestion, TrailStep
 from grounded_agent.serve.schemas import AgentConfig, AgentInput, AgentOutput, ClientConfigurable
+from grounded_agent.store.errors import StoreError
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -37,6 +38,30 @@ _PUBLIC = frozenset(AgentResult.model_fields)
 
 MAX_BATCH = 16
 """Questions per /agent/batch request."""
+
+UNAVAILABLE_TEXT = (
+    "I could not establish an answer: the database that keeps this conversation could not be "
+    "reached, so nothing was searched. Retry later."
+)
+
+
+def unavailable_result(input: Any, detail: str) -> dict[str, Any]:
+    """The result of a run stopped by its database: unavailable, nothing searched or claimed."""
+    question = input.get("question") if isinstance(input, dict) else None
+    result = AgentResult(
+        question=str(question or ""),
+        status="unavailable",
+        answer=UNAVAILABLE_TEXT,
+        warnings=[
+            AgentWarning(
+                kind="source_unavailable",
+                detail="the conversation's database could not be reached; nothing was searched",
+            )
+        ],
+        trail=[TrailStep(node="thread_storage", attempt=1, decision="unavailable")],
+    )
+    log.warning("threaded run stopped: %s", detail)
+    return result.model_dump(mode="json")
 
 
 class ThreadGraphs:
@@ -70,6 +95,18 @@ class ThreadGraphs:
         if self._stack is not None:
             await self._stack.aclose()
         self._stack, self._saver, self._lock = None, None, None
+
+    async def reset(self, saver: BaseCheckpointSaver[Any] | None) -> None:
+        """Drops `saver` after its database failed, so the next threaded request opens a new
+        one (a quick direct probe while the database is away, a fresh pool once it is back)."""
+        if saver is None or saver is not self._saver:
+            return
+        stack, self._stack, self._saver = self._stack, None, None
+        if stack is not None:
+            try:
+                await stack.aclose()
+            except Exception:  # a dead pool may fail to close cleanly; it is dropped anyway
+                log.debug("closing the failed thread pool", exc_info=True)
 
 
 class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
@@ -168,13 +205,32 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
     def _question_input(input: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in input.items() if k != "search"}
 
+    async def _database_failed(self, graph: Graph, exc: BaseException) -> BaseException:
+        """A database failure of a run as StoreUnavailable (a 503, never a 500); a threaded
+        run's saver is dropped so the next request reconnects. Anything else is returned as is."""
+        from grounded_agent.store.bridge import map_error
+
+        mapped = map_error(exc, "thread storage")
+        if mapped is None:
+            return exc
+        if self.threads is not None and graph is not self.graph:
+            await self.threads.reset(graph.checkpointer)  # type: ignore[arg-type]
+        log.warning("run failed on the database: %s", mapped)
+        return mapped
+
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         if input.get("search") is not None:
             return await self._page(input["search"], config)
         graph = await self._graph_for(config)
-        out = await graph.ainvoke(self._question_input(input), config)
+        try:
+            out = await graph.ainvoke(self._question_input(input), config)
+        except Exception as exc:
+            failure = await self._database_failed(graph, exc)
+            if failure is exc:
+                raise
+            raise failure from exc
         return AgentResult.model_validate(out).model_dump(mode="json")
 
     async def astream(
@@ -188,13 +244,36 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
         if input.get("search") is not None:
             yield await self._page(input["search"], config)
             return
-        graph = await self._graph_for(config)
+        try:
+            graph = await self._graph_for(config)
+        except StoreError as exc:
+            yield unavailable_result(input, str(exc))
+            return
         started = False
-        async for mode, chunk in graph.astream(
-            self._question_input(input), config, stream_mode=["updates", "values"]
-        ):
-            if mode == "updates":
-                started = True
-            elif started and isinstance(chunk, dict):
-                # fields the answer node has not written yet ("" status, empty answer) are left out
-                yield {k: v for k, v in chunk.items() if k in _PUBLIC and v not in ("", None)}
+        nodes: list[str] = []
+        try:
+            async for mode, chunk in graph.astream(
+                self._question_input(input), config, stream_mode=["updates", "values"]
+            ):
+                if mode == "updates":
+                    started = True
+                    if isinstance(chunk, dict):
+                        nodes.extend(chunk)
+                elif started and isinstance(chunk, dict):
+                    # fields the answer node has not written yet ("" status, empty answer) are
+                    # left out
+                    yield {k: v for k, v in chunk.items() if k in _PUBLIC and v not in ("", None)}
+        except (asyncio.CancelledError, GeneratorExit):
+            # the client went away: the run stops here, no further node (and no model call) runs
+            log.warning(
+                "run cancelled: the client disconnected mid-stream after %s",
+                ", ".join(nodes) if nodes else "no node",
+            )
+            raise
+        except Exception as exc:
+            failure = await self._database_failed(graph, exc)
+            if failure is exc:
+                raise
+            # the response has started (200): the run ends with an unavailable result rather
+            # than an error event that would read as a server fault
+            yield unavailable_result(input, str(failure))

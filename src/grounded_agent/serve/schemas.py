@@ -14,7 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources
 from grounded_agent.documents import DocumentQuery
-from grounded_agent.schemas import MAX_QUESTION_CHARS, AgentResult, validate_question
+from grounded_agent.schemas import (
+    MAX_LANGUAGE_CHARS,
+    MAX_QUESTION_CHARS,
+    AgentResult,
+    validate_language,
+    validate_question,
+)
 
 _CONTEXT_DOCS = {f.name: str(f.metadata.get("description", "")) for f in fields(Context)}
 
@@ -37,7 +43,9 @@ class AgentInput(BaseModel):
     sources: list[str] | None = Field(
         default=None, description="Any of knowledge_base, wikipedia, web; default: the server's."
     )
-    language: str | None = Field(default=None, max_length=40, description="Answer language.")
+    language: str | None = Field(
+        default=None, max_length=MAX_LANGUAGE_CHARS, description="Answer language."
+    )
 
     @field_validator("question")
     @classmethod
@@ -49,6 +57,11 @@ class AgentInput(BaseModel):
         if (self.question is None) == (self.search is None):
             raise ValueError("send either a question or search (a page request), not both")
         return self
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        return validate_language(value)
 
     @field_validator("sources")
     @classmethod

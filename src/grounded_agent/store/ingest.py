@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -238,7 +238,34 @@ def content_hash(doc: SourceDocument) -> str:
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
+def refuse_unstorable(doc: SourceDocument) -> None:
+    """IngestError, before anything is embedded, for text PostgreSQL cannot store: a NUL
+    character, or a lone surrogate (an unpaired escape in JSON Lines)."""
+    from grounded_agent.schemas import text_problem
+
+    def strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+        if isinstance(value, str):
+            yield where, value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield from strings(str(key), f"{where} key")
+                yield from strings(item, f"{where}.{key}")
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from strings(item, where)
+
+    fields = {"doc_id": doc.doc_id, "title": doc.title, "text": doc.text,
+              "version": doc.version, "source_url": doc.source_url,
+              "language": doc.language, "metadata": doc.extra}
+    for name, value in fields.items():
+        for where, text in strings(value, name):
+            problem = text_problem(text)
+            if problem is not None:
+                raise IngestError(f"{where} {problem}; PostgreSQL cannot store it")
+
+
 def to_record(doc: SourceDocument) -> DocumentRecord:
+    refuse_unstorable(doc)
     chunks = chunk_document(doc)
     if not chunks:
         raise IngestError("empty document: no text")
@@ -314,7 +341,16 @@ def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], se
 async def aingest_paths(
     paths: Sequence[Path], store: KnowledgeStore, *, progress: bool = False, sync: bool = False
 ) -> IngestReport:
-    """Ingests files and directories into `store`; see `ingest_paths`."""
+    """Ingests files and directories into `store`; see `ingest_paths`. One ingestion per
+    knowledge base at a time: a second one waits, then skips what the first wrote instead of
+    embedding it again."""
+    async with store.aingest_lock():
+        return await _aingest(paths, store, progress=progress, sync=sync)
+
+
+async def _aingest(
+    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool, sync: bool
+) -> IngestReport:
     started = time.perf_counter()
     report = IngestReport()
     roots = [Path(p) for p in paths]

@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Collection, Coroutine, Sequence
+from collections.abc import AsyncIterator, Collection, Coroutine, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
+from sqlalchemy import text
 
 from grounded_agent.documents import DocumentList, DocumentQuery
 from grounded_agent.schemas import Finding
@@ -43,7 +45,7 @@ from grounded_agent.store.settings import StoreSettings, libpq_url, redact_url, 
 
 if TYPE_CHECKING:
     from langchain_postgres import PGEngine, PGVectorStore
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 log = logging.getLogger(__name__)
 
@@ -297,6 +299,45 @@ class KnowledgeStore:
             return await catalog.versions_under(await self._ready(), self.table_name, directory)
 
         return await self._call(read(), "read sources", self.settings.query_timeout_s)
+
+    @asynccontextmanager
+    async def aingest_lock(self) -> AsyncIterator[None]:
+        """Held while one ingestion writes to this table (a PostgreSQL session lock, released
+        with its connection if the process dies): a concurrent ingestion waits for it."""
+        key = f"ingest|{self.table_name}"
+
+        async def acquire() -> AsyncConnection:
+            conn = await (await self._aengine()).connect()
+            try:
+                got = await conn.scalar(
+                    text("SELECT pg_try_advisory_lock(hashtextextended(:k, 0))"), {"k": key}
+                )
+                if not got:
+                    log.info("another ingestion of %s is running; waiting for it", self.table_name)
+                    await conn.execute(
+                        text("SELECT pg_advisory_lock(hashtextextended(:k, 0))"), {"k": key}
+                    )
+                await conn.commit()
+            except BaseException:
+                await conn.invalidate()
+                raise
+            return conn
+
+        async def release(conn: AsyncConnection) -> None:
+            try:
+                await conn.execute(
+                    text("SELECT pg_advisory_unlock(hashtextextended(:k, 0))"), {"k": key}
+                )
+                await conn.commit()
+                await conn.close()
+            except Exception:  # the connection goes, and the session lock with it
+                await conn.invalidate()
+
+        conn = await self._call(acquire(), "ingest lock", None)
+        try:
+            yield
+        finally:
+            await self._call(release(conn), "ingest unlock", None)
 
     async def acounts(self) -> tuple[int, int, int]:
         """(chunks, active chunks, active documents)."""

@@ -180,6 +180,42 @@ def retry_delay(
     return delay
 
 
+class _Retries:
+    """The bookkeeping of one retried call, shared by the async and the blocking loop: how many
+    retries of each kind were spent, and what the rule says after the next failure."""
+
+    def __init__(self, policy: RetryPolicy, label: str) -> None:
+        self.policy, self.label = policy, label
+        self.retries = self.rate_retries = 0
+
+    def after(self, failure: Failure, remaining_s: float) -> float:
+        """Seconds to wait before the next try; raises SourceFailure(failure) to give up."""
+        delay = retry_delay(
+            failure,
+            retries_done=self.retries,
+            rate_limit_retries_done=self.rate_retries,
+            remaining_s=remaining_s,
+            policy=self.policy,
+        )
+        if delay is None:
+            log.warning(
+                "%s failed (%s), not retrying: %s", self.label, failure.kind, failure.detail
+            )
+            raise SourceFailure(failure)
+        if failure.kind == "rate_limit":
+            self.rate_retries += 1
+        else:
+            self.retries += 1
+        log.info(
+            "%s failed (%s), retrying in %.2fs: %s", self.label, failure.kind, delay, failure.detail
+        )
+        return delay
+
+
+def _spent(budget_s: float) -> SourceFailure:
+    return SourceFailure(Failure("timeout", False, f"time budget of {budget_s:.1f}s spent"))
+
+
 async def run_with_retries(
     attempt: Callable[[float], Awaitable[T]],
     *,
@@ -196,33 +232,42 @@ async def run_with_retries(
     "timeout" and one that ends on a 5xx reports "unavailable".
     """
     deadline = clock() + budget_s
-    retries = rate_retries = 0
+    rule = _Retries(policy, label)
     while True:
         remaining = deadline - clock()
         if remaining <= 0:
-            raise SourceFailure(Failure("timeout", False, f"time budget of {budget_s:.1f}s spent"))
+            raise _spent(budget_s)
         try:
             return await asyncio.wait_for(attempt(remaining), timeout=remaining)
         except Exception as exc:  # classified below; nothing is swallowed silently
             failure = classify(exc)
-        delay = retry_delay(
-            failure,
-            retries_done=retries,
-            rate_limit_retries_done=rate_retries,
-            remaining_s=deadline - clock(),
-            policy=policy,
-        )
-        if delay is None:
-            log.warning("%s failed (%s), not retrying: %s", label, failure.kind, failure.detail)
-            raise SourceFailure(failure)
-        if failure.kind == "rate_limit":
-            rate_retries += 1
-        else:
-            retries += 1
-        log.info(
-            "%s failed (%s), retrying in %.2fs: %s", label, failure.kind, delay, failure.detail
-        )
-        await sleep(delay)
+        await sleep(rule.after(failure, deadline - clock()))
+
+
+def run_with_retries_blocking(
+    attempt: Callable[[float], T],
+    *,
+    classify: Callable[[BaseException], Failure],
+    policy: RetryPolicy,
+    deadline: float,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    label: str = "source",
+) -> T:
+    """`run_with_retries` for blocking clients (requests in a worker thread): the same rule,
+    bounded by an absolute `deadline` on `clock`. `attempt` must bound itself by the seconds
+    it is given (a request timeout), since a blocking call cannot be cancelled."""
+    budget_s = max(0.0, deadline - clock())
+    rule = _Retries(policy, label)
+    while True:
+        remaining = deadline - clock()
+        if remaining <= 0:
+            raise _spent(budget_s)
+        try:
+            return attempt(remaining)
+        except Exception as exc:  # classified below; nothing is swallowed silently
+            failure = classify(exc)
+        sleep(rule.after(failure, deadline - clock()))
 
 
 def with_detail(failure: Failure, prefix: str) -> Failure:

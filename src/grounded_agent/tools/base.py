@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from grounded_agent.redaction import redacted_traceback
 from grounded_agent.schemas import SourceName, Thresholds, ToolOutcome
 from grounded_agent.tools._retry import Failure, SourceFailure
 
@@ -47,7 +48,7 @@ def default_classify(source: str) -> Classify:
         if isinstance(exc, TimeoutError):
             log.warning("tool %s timed out: %s", source, exc)
             return Failure("timeout", True, str(exc) or "timeout")
-        log.exception("tool %s failed unexpectedly", source, exc_info=exc)
+        log.error("tool %s failed unexpectedly: %s", source, redacted_traceback(exc))
         return Failure("unknown", False, type(exc).__name__)
 
     return classify

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grounded_agent.schemas import DEFAULT_THRESHOLDS, Thresholds, ToolOutcome
-from grounded_agent.tools._retry import Failure
+from grounded_agent.tools._retry import Failure, RetryPolicy, run_with_retries
 from grounded_agent.tools.base import SourceTool, default_classify, guarded
 
 if TYPE_CHECKING:
@@ -123,18 +123,48 @@ async def search_knowledge_base(
     )
 
 
+KB_RETRY = RetryPolicy(max_retries=1, backoff_s=0.2)
+"""A read that timed out is tried once more if the tool's budget still has room; a database
+that refuses connections is not (it fails fast, and again)."""
+
+def _kb_failure(exc: BaseException) -> Failure:
+    from grounded_agent.store.errors import StoreUnavailable
+
+    if isinstance(exc, StoreUnavailable):
+        return Failure("unavailable", False, str(exc))
+    if isinstance(exc, TimeoutError):
+        return Failure("timeout", True, str(exc) or "no answer in time")
+    if isinstance(exc, Exception):
+        return default_classify("knowledge_base")(exc)
+    raise exc
+
+
 def make_knowledge_base_tool(
     store: KnowledgeStore,
     *,
     timeout_s: float = 12.0,
     found_threshold: float = DEFAULT_THRESHOLDS.found,
     low_threshold: float = DEFAULT_THRESHOLDS.low,
+    policy: RetryPolicy = KB_RETRY,
 ) -> SourceTool:
-    """The allow-listed knowledge_base tool bound to `store`."""
+    """The allow-listed knowledge_base tool bound to `store`; a timed-out read is retried by the
+    shared rule (`tools._retry`) within `timeout_s`."""
 
     async def run(args: KnowledgeBaseArgs) -> ToolOutcome:
-        return await _read(
-            store, args.query, args.k, args.filters(), found_threshold, low_threshold
+        # each read may take what is left of the budget (a cold first search creates the
+        # schema and warms the pools); a retry happens when a timeout leaves time for one,
+        # as the database's own statement timeout (query_timeout_s) does
+        async def attempt(remaining: float) -> ToolOutcome:
+            return await _read(
+                store, args.query, args.k, args.filters(), found_threshold, low_threshold
+            )
+
+        return await run_with_retries(
+            attempt,
+            classify=_kb_failure,
+            policy=policy,
+            budget_s=timeout_s * 0.95,  # inside the tool's own timeout
+            label="knowledge_base",
         )
 
     return SourceTool(

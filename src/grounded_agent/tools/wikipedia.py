@@ -18,7 +18,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 from urllib.parse import quote
@@ -27,12 +27,15 @@ import requests
 from pydantic import BaseModel, Field
 from wikipedia.exceptions import DisambiguationError, PageError
 
+from grounded_agent.redaction import redacted_traceback
 from grounded_agent.schemas import DEFAULT_THRESHOLDS, Finding, Thresholds, ToolOutcome
 from grounded_agent.tools._retry import (
     Failure,
+    RetryPolicy,
     SourceFailure,
     classify_exception,
     classify_status,
+    run_with_retries_blocking,
     short,
     with_detail,
 )
@@ -105,19 +108,37 @@ class _Passage:
 
 
 class _MediaWiki:
-    """One call's MediaWiki client: language in the URL, a deadline on every request."""
+    """One call's MediaWiki client: language in the URL, a deadline on every request, and the
+    retry rule web search uses (429 after Retry-After within the budget, 5xx and timeouts with
+    backoff, never 401/403 or a malformed body)."""
 
-    def __init__(self, language: str, deadline: float, session: requests.Session) -> None:
+    def __init__(
+        self,
+        language: str,
+        deadline: float,
+        session: requests.Session,
+        policy: RetryPolicy | None = None,
+    ) -> None:
         self.language = language
         self.api_url = f"https://{language}.wikipedia.org/w/api.php"
         self.deadline = deadline
         self.session = session
+        self.policy = policy or RetryPolicy()
 
     def get(self, params: dict[str, Any]) -> dict[str, Any]:
-        """One API request; raises SourceFailure with the failure's kind, never returns junk."""
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
+        """One API request, retried by the shared rule; raises SourceFailure with the last
+        failure's kind, never returns junk."""
+        if self.deadline - time.monotonic() <= 0:
             raise SourceFailure(Failure("timeout", False, "time budget spent before the request"))
+        return run_with_retries_blocking(
+            lambda remaining: self._get_once(params, remaining),
+            classify=classify_exception,
+            policy=self.policy,
+            deadline=self.deadline,
+            label="wikipedia",
+        )
+
+    def _get_once(self, params: dict[str, Any], remaining: float) -> dict[str, Any]:
         try:
             resp = self.session.get(
                 self.api_url,
@@ -402,28 +423,50 @@ class _Settings:
     search_results: int
     search_page_size: int
     passages_per_page: int
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
 
 
-def _read(settings: _Settings, scorer: RelevanceScorer, deadline: float) -> list[Finding]:
-    """The blocking part, run in a worker thread: search, choose pages, choose passages."""
+def _read(
+    settings: _Settings, scorer: RelevanceScorer, deadline: float
+) -> tuple[list[Finding], list[tuple[str, Failure]]]:
+    """The blocking part, run in a worker thread: search, choose pages, choose passages.
+
+    Returns the findings and the pages that could not be read, each with its failure. A failed
+    search, or every chosen page failing, raises SourceFailure: nothing was read.
+    """
     s = settings
     with requests.Session() as session:
-        wiki = _MediaWiki(s.language, deadline, session)
+        wiki = _MediaWiki(s.language, deadline, session, s.policy)
         hits = wiki.search(s.query, limit=s.search_results, page_size=s.search_page_size)
         log.debug("wikipedia(%s): %d hits for %r", s.language, len(hits), s.query)
         if not hits:
-            return []
+            return [], []
         hit_scores = _scores(
             scorer, s.query, [f"{h.title}. {_clean_snippet(h.snippet)}" for h in hits]
         )
         ranked = sorted(zip(hits, hit_scores, strict=True), key=lambda hs: (-hs[1], hs[0].rank))
         findings: list[Finding] = []
+        failed: list[tuple[str, Failure]] = []
         read: set[int] = set()
+        tried = 0
         for hit, _ in ranked[: s.max_pages]:
             if hit.pageid in read:
                 continue
-            findings.extend(_read_hit(wiki, hit, s, scorer, read))
-        return findings
+            tried += 1
+            try:
+                findings.extend(_read_hit(wiki, hit, s, scorer, read))
+            except SourceFailure as exc:
+                log.warning(
+                    "wikipedia: page %r could not be read (%s): %s",
+                    hit.title,
+                    exc.failure.kind,
+                    exc.failure.detail,
+                )
+                failed.append((hit.title, exc.failure))
+        if failed and len(failed) == tried:
+            title, failure = failed[-1]
+            raise SourceFailure(with_detail(failure, f"no page could be read (last: {title!r})"))
+        return findings, failed
 
 
 def _read_hit(
@@ -544,12 +587,16 @@ async def search_wikipedia(
     search_results: int = 10,
     search_page_size: int = 10,
     passages_per_page: int = 3,
+    max_retries: int = 2,
+    backoff_s: float = 0.5,
 ) -> ToolOutcome:
     """Search one language edition of Wikipedia and return its most relevant passages.
 
     Never raises: a completed read is classified by its best score (found / low_relevance /
-    not_found with a finding_count); anything that stopped the read is an error outcome whose
-    error_kind says why and whose finding_count is None.
+    not_found with a finding_count); a read where some chosen pages failed is `partial` (the
+    pages read are kept, finding_count None); anything that stopped the read is an error outcome
+    whose error_kind says why and whose finding_count is None. Each request is retried by the
+    rule web search uses (`tools._retry`), within `timeout_s`.
     """
     settings = _settings(
         query,
@@ -560,6 +607,7 @@ async def search_wikipedia(
         search_results=search_results,
         search_page_size=search_page_size,
         passages_per_page=passages_per_page,
+        policy=RetryPolicy(max_retries=max_retries, backoff_s=backoff_s),
     )
     return await guarded(
         "wikipedia",
@@ -580,6 +628,7 @@ def _settings(
     search_results: int = 10,
     search_page_size: int = 10,
     passages_per_page: int = 3,
+    policy: RetryPolicy | None = None,
 ) -> _Settings:
     return _Settings(
         query,
@@ -590,6 +639,7 @@ def _settings(
         max(1, search_results),
         max(1, search_page_size),
         max(1, passages_per_page),
+        policy or RetryPolicy(),
     )
 
 
@@ -600,8 +650,23 @@ async def _search(settings: _Settings, scorer: RelevanceScorer, timeout_s: float
             Failure("config", False, f"invalid language code {settings.language!r}")
         )
     started = time.perf_counter()
-    deadline = time.monotonic() + timeout_s
-    items = await asyncio.to_thread(_read, settings, scorer, deadline)
+    # the requests stop a little before the tool's own timeout, so the pages already read
+    # survive as a partial read instead of being lost to the outer timeout
+    deadline = time.monotonic() + timeout_s - min(1.0, timeout_s * 0.1)
+    items, failed = await asyncio.to_thread(_read, settings, scorer, deadline)
+    if failed:
+        # some pages were read, some not: usable, but absence is not established
+        detail = short(
+            "; ".join(f"page {title!r} not read: {f.kind} ({f.detail})" for title, f in failed)
+        )
+        return ToolOutcome.partial_read(
+            "wikipedia",
+            settings.query,
+            items,
+            detail=detail,
+            thresholds=Thresholds(settings.found_threshold, settings.low_threshold),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
     return ToolOutcome.from_items(
         "wikipedia",
         settings.query,
@@ -617,7 +682,7 @@ def _wikipedia_failure(exc: Exception) -> Failure:
         return exc.failure
     if isinstance(exc, TimeoutError):
         return default_classify("wikipedia")(exc)
-    log.exception("wikipedia failed unexpectedly", exc_info=exc)
+    log.error("wikipedia failed unexpectedly: %s", redacted_traceback(exc))
     return Failure("unknown", False, short(f"{type(exc).__name__}: {exc}"))
 
 
@@ -628,11 +693,16 @@ def make_wikipedia_tool(
     timeout_s: float = 12.0,
     found_threshold: float = DEFAULT_THRESHOLDS.found,
     low_threshold: float = DEFAULT_THRESHOLDS.low,
+    max_retries: int = 2,
+    backoff_s: float = 0.5,
 ) -> SourceTool:
-    """The allow-listed "wikipedia" tool: one read of at most `timeout_s`."""
+    """The allow-listed "wikipedia" tool: one read of at most `timeout_s`, retries included."""
+    policy = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s)
 
     async def wikipedia(args: WikipediaArgs) -> ToolOutcome:
-        settings = _settings(args.query, language, args.max_pages, found_threshold, low_threshold)
+        settings = _settings(
+            args.query, language, args.max_pages, found_threshold, low_threshold, policy=policy
+        )
         return await _search(settings, scorer, timeout_s)
 
     return SourceTool(
