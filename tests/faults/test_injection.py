@@ -88,7 +88,10 @@ async def test_obedient_model(fault: Any, caplog: pytest.LogCaptureFixture) -> N
     ])
     result = await aask(QUESTION, graph=build_graph(chat_model=model, tools=tools(store)),
                         context=Context(sources=["knowledge_base"]))
-    assert [t["function"]["name"] for t in model.bound_tools[0]] == ["knowledge_base"]
+    # the allow-list: the requested source and the two document tools (issue 11), nothing else
+    assert [t["function"]["name"] for t in model.bound_tools[0]] == [
+        "knowledge_base", "search_documents", "search_and_ask"
+    ]
     assert store.queries == [QUESTION]  # fixed routing after the rejected call; nothing else ran
     assert any(w.kind == "rejected_tool_call" and "delete_all" in w.detail
                for w in result.warnings)
@@ -121,7 +124,9 @@ async def test_llm_mode_over_http(cooperative: ModelDouble, score: float, questi
     result = await aask(question, graph=build_graph(tools=tools(store)),
                         context=Context(sources=["knowledge_base"]))
     offered = {name for r in cooperative.requests for name in r["tools"]}
-    assert offered <= {"knowledge_base", "ConfidenceJudgement"}
+    assert offered <= {
+        "knowledge_base", "search_documents", "search_and_ask", "ConfidenceJudgement"
+    }
     assert_not_obeyed(result)
     assert result.status in expected
     row.record(saw=f"{result.status}; tools offered {sorted(offered)}; "
