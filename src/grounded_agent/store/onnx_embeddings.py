@@ -179,11 +179,11 @@ def _export_lock(directory: Path) -> Iterator[None]:
 
 
 def ensure_export(
-    cache: Path, variant: Variant = "fp32", threads: int = 2
+    cache: Path, variant: Variant = "fp32", threads: int = 2, tok: Tokenizer | None = None
 ) -> tuple[Path, ort.InferenceSession]:
     """The cached export of `variant` under `cache` (made or remade if needed) and its session."""
     directory = cache / EXPORT_DIR
-    tok = load_tokenizer()
+    tok = tok or load_tokenizer()
     first = check_export(directory, variant, threads, tok)
     if first.ok and first.session is not None:
         return directory / FILES[variant], first.session
@@ -233,8 +233,8 @@ class OnnxEmbeddings(Embeddings):
         self.model_id = model_id
         self.variant = variant
         self.batch_size = max(1, batch_size)
-        self.path, self._session = ensure_export(cache, variant, threads)
         self._tok = load_tokenizer()
+        self.path, self._session = ensure_export(cache, variant, threads, self._tok)
         self.dimensions = int(self._session.get_outputs()[0].shape[1])
         # sessions are thread-safe, but one run at a time keeps the thread count as configured
         self._lock = threading.Lock()
