@@ -94,7 +94,8 @@ class StoreSettings:
             "GROUNDED_AGENT_EMBED_THREADS", max(1, min(4, os.cpu_count() or 1))
         )
     )
-    """ONNX Runtime threads for one embedding call (default: the cores, at most 4)."""
+    """Threads that embed batches side by side, one ONNX Runtime thread each (default: the
+    cores, at most 4)."""
 
     @classmethod
     def from_env(cls, **overrides: Any) -> StoreSettings:
