@@ -93,11 +93,15 @@ def torch_embeddings() -> Embeddings:
 class LazyEmbeddings(Embeddings):
     """Builds the real model on first use, so opening a store never loads a model."""
 
-    def __init__(self, factory: Callable[[], Embeddings], model_id: str) -> None:
+    def __init__(
+        self, factory: Callable[[], Embeddings], model_id: str, dimensions: int | None = None
+    ) -> None:
         self._factory = factory
         self._inner: Embeddings | None = None
         self._lock = threading.Lock()
         self.model_id = model_id
+        self.dimensions = dimensions
+        """Known without loading the model (creating a table does not wait for a first export)."""
 
     @property
     def inner(self) -> Embeddings:
@@ -125,7 +129,7 @@ def make_embeddings(settings: StoreSettings) -> tuple[Embeddings, str]:
         model = settings.openai_model
         return LazyEmbeddings(lambda: _openai_embeddings(model), model), model
     model_id = local_model_id(settings.local_backend)
-    return LazyEmbeddings(lambda: local_embeddings(settings), model_id), model_id
+    return LazyEmbeddings(lambda: local_embeddings(settings), model_id, LOCAL_DIMENSIONS), model_id
 
 
 def model_id_of(embeddings: Embeddings) -> str:

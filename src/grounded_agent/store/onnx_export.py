@@ -60,9 +60,14 @@ CHECK_TEXTS = [
 
 def _torch_module(source: Path) -> Any:
     """The torch model with sentence-transformers' pooling and normalisation in its forward."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     bert = AutoModel.from_pretrained(str(source), attn_implementation="eager").eval()
 
     class SentenceEmbedding(torch.nn.Module):
