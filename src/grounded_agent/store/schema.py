@@ -80,7 +80,12 @@ async def _create_table(
 ) -> None:
     from langchain_postgres import Column
 
-    dim = len(await asyncio.to_thread(embeddings.embed_query, "dimension probe"))
+    known = getattr(embeddings, "dimensions", None)  # the bundled model's: no need to load it
+    dim = (
+        known
+        if isinstance(known, int) and known > 0
+        else len(await asyncio.to_thread(embeddings.embed_query, "dimension probe"))
+    )
     await pg_engine.ainit_vectorstore_table(
         table_name=table,
         vector_size=dim,

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 EmbeddingsKind = Literal["local", "openai"]
+LocalBackend = Literal["onnx", "onnx-int8", "torch"]
+LOCAL_BACKENDS: tuple[LocalBackend, ...] = ("onnx", "onnx-int8", "torch")
 
 DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 
@@ -27,6 +29,26 @@ def _embeddings_kind() -> EmbeddingsKind:
     if raw not in ("local", "openai"):
         raise ValueError(f"GROUNDED_AGENT_EMBEDDINGS must be 'local' or 'openai', not {raw!r}")
     return raw  # type: ignore[return-value]
+
+
+def _local_backend() -> LocalBackend:
+    raw = os.environ.get("GROUNDED_AGENT_EMBEDDING_BACKEND", "").strip().lower() or "onnx"
+    if raw not in LOCAL_BACKENDS:
+        raise ValueError(
+            f"GROUNDED_AGENT_EMBEDDING_BACKEND must be one of {', '.join(LOCAL_BACKENDS)}, "
+            f"not {raw!r}"
+        )
+    return next(b for b in LOCAL_BACKENDS if b == raw)
+
+
+def _path_env(name: str) -> Path | None:
+    raw = os.environ.get(name, "").strip()
+    return Path(raw).expanduser() if raw else None
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
 
 
 def _float_env(name: str, default: float) -> float:
@@ -58,6 +80,22 @@ class StoreSettings:
     )
     connect_timeout_s: float = 5.0
     embed_batch_size: int = 64
+    """Chunks per embedding call while ingesting (the progress bar moves by this much)."""
+    local_backend: LocalBackend = field(default_factory=_local_backend)
+    """How the bundled all-MiniLM-L6-v2 runs: "onnx" (default: ONNX Runtime on a model exported
+    once from the bundled weights, same vectors as "torch"), "onnx-int8" (the export quantised to
+    int8: other vectors, so its own table) or "torch" (sentence-transformers, the old backend)."""
+    model_cache: Path | None = field(
+        default_factory=lambda: _path_env("GROUNDED_AGENT_MODEL_CACHE")
+    )
+    """Where the ONNX export is kept; None means `home/models`."""
+    embed_threads: int = field(
+        default_factory=lambda: _int_env(
+            "GROUNDED_AGENT_EMBED_THREADS", max(1, min(4, os.cpu_count() or 1))
+        )
+    )
+    """Threads that embed batches side by side, one ONNX Runtime thread each (default: the
+    cores, at most 4)."""
 
     @classmethod
     def from_env(cls, **overrides: Any) -> StoreSettings:
@@ -70,6 +108,11 @@ class StoreSettings:
     @property
     def pgdata(self) -> Path:
         return self.home / "pgdata"
+
+    @property
+    def models_dir(self) -> Path:
+        """The ONNX export's cache: $GROUNDED_AGENT_MODEL_CACHE, else `home/models`."""
+        return self.model_cache if self.model_cache is not None else self.home / "models"
 
 
 def sqlalchemy_url(url: str) -> str:

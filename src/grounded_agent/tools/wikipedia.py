@@ -25,7 +25,6 @@ from urllib.parse import quote
 
 import requests
 from pydantic import BaseModel, Field
-from wikipedia.exceptions import DisambiguationError, PageError
 
 from grounded_agent.redaction import redacted_traceback
 from grounded_agent.schemas import DEFAULT_THRESHOLDS, Finding, Thresholds, ToolOutcome
@@ -225,6 +224,10 @@ class _MediaWiki:
         Raises PageError for a missing page and DisambiguationError (with the linked titles as
         options) for a disambiguation page, as the `wikipedia` package does.
         """
+        # imported here, not at the top: the `wikipedia` package brings BeautifulSoup, which
+        # no question that stays in the knowledge base should pay for at start-up
+        from wikipedia.exceptions import DisambiguationError, PageError
+
         params: dict[str, Any] = {
             "prop": "extracts|info|revisions|pageprops",
             "explaintext": 1,
@@ -473,6 +476,8 @@ def _read_hit(
     wiki: _MediaWiki, hit: _Hit, s: _Settings, scorer: RelevanceScorer, read: set[int]
 ) -> list[Finding]:
     """Findings from one search hit: the article, or the likely option of a disambiguation page."""
+    from wikipedia.exceptions import DisambiguationError, PageError
+
     try:
         page = wiki.page(pageid=hit.pageid)
     except PageError:
