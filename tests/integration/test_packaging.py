@@ -3,6 +3,7 @@ evaluation harness, scripted models or test servers (they live beside it, in the
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,11 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_wheel_ships_the_sample_kb_and_no_evaluation_or_test_code(tmp_path: Path) -> None:
+    had_build_dir = (ROOT / "build").exists()
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "-w", str(tmp_path), str(ROOT)],
         capture_output=True, text=True, timeout=300, check=False,
     )
+    if not had_build_dir:  # setuptools builds in the checkout's build/: leave no trace
+        shutil.rmtree(ROOT / "build", ignore_errors=True)
     assert built.returncode == 0, built.stderr[-2000:]
     [wheel] = tmp_path.glob("grounded_agent-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

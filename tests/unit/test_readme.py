@@ -39,7 +39,7 @@ def test_readme_layout_names_every_module_and_folder() -> None:
     )
     folders = sorted(
         p.name for p in root.iterdir()
-        if p.is_dir() and not p.name.startswith(".") and p.name not in ("src", "reports")
+        if p.is_dir() and not p.name.startswith(".") and p.name not in ("src", "reports", "build", "dist")
         and not p.name.endswith(".egg-info") and f"{p.name}/" not in layout
     )
     assert not missing and not folders, f"README layout lacks {missing + folders}"
