@@ -256,6 +256,31 @@ def render_sections(sections: list[Section]) -> str:
     return "".join(out).strip("\n")
 
 
+def sectioned_document(
+    path: Path,
+    sections: list[Section],
+    file_meta: dict[str, Any],
+    sidecar: dict[str, Any],
+    fmt: Format,
+) -> list[SourceDocument]:
+    """The one document of a file read into sections (PDF, Word, HTML): the file's metadata
+    under its sidecar's, the first heading as the title when neither names one."""
+    if not sections:
+        raise IngestError("empty document: no text")
+    default_title = next((s.path[0] for s in sections if s.path), None)
+    return [
+        document_from_meta(
+            merge_meta(file_meta, sidecar),
+            render_sections(sections),
+            default_id=path.stem,
+            origin=str(path),
+            fmt=fmt,
+            sections=sections,
+            default_title=default_title,
+        )
+    ]
+
+
 def table_text(rows: list[list[str]]) -> str:
     """A table as text a reader and a retriever can use row by row: with a header row of distinct
     names, each further row reads "Name: value; Name: value."; without one, cells joined by " | "."""

@@ -27,9 +27,7 @@ from grounded_agent.loaders.base import (
     IngestError,
     Section,
     SourceDocument,
-    document_from_meta,
-    merge_meta,
-    render_sections,
+    sectioned_document,
 )
 
 log = logging.getLogger(__name__)
@@ -132,21 +130,7 @@ def load_pdf(path: Path, raw: bytes, sidecar: dict[str, Any]) -> list[SourceDocu
             f"no text layer (scanned PDF?): {which} text to index; run OCR on it first"
         )
     sections = sections_from_lines(pages)
-    if not sections:
-        raise IngestError("empty document: no text")
-    meta = merge_meta(_file_metadata(reader), sidecar)
-    default_title = next((s.path[0] for s in sections if s.path), None)
-    return [
-        document_from_meta(
-            meta,
-            render_sections(sections),
-            default_id=path.stem,
-            origin=str(path),
-            fmt="pdf",
-            sections=sections,
-            default_title=default_title,
-        )
-    ]
+    return sectioned_document(path, sections, _file_metadata(reader), sidecar, "pdf")
 
 
 def _short(exc: Exception) -> str:

@@ -14,10 +14,8 @@ from grounded_agent.loaders.base import (
     IngestError,
     Section,
     SourceDocument,
-    document_from_meta,
-    merge_meta,
     parse_date,
-    render_sections,
+    sectioned_document,
     table_text,
 )
 
@@ -64,21 +62,7 @@ def load_html(path: Path, raw: bytes, sidecar: dict[str, Any]) -> list[SourceDoc
         if not tag.decomposed:
             tag.decompose()
     sections = _Walker().run(root)
-    if not sections:
-        raise IngestError("empty document: no text")
-    meta = merge_meta(file_meta, sidecar)
-    first_h1 = next((s.path[0] for s in sections if s.path), None)
-    return [
-        document_from_meta(
-            meta,
-            render_sections(sections),
-            default_id=path.stem,
-            origin=str(path),
-            fmt="html",
-            sections=sections,
-            default_title=first_h1,
-        )
-    ]
+    return sectioned_document(path, sections, file_meta, sidecar, "html")
 
 
 class _Walker:

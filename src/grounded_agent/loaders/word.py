@@ -17,9 +17,7 @@ from grounded_agent.loaders.base import (
     IngestError,
     Section,
     SourceDocument,
-    document_from_meta,
-    merge_meta,
-    render_sections,
+    sectioned_document,
     table_text,
 )
 
@@ -44,21 +42,7 @@ def load_docx(path: Path, raw: bytes, sidecar: dict[str, Any]) -> list[SourceDoc
     except Exception as exc:  # python-docx and lxml raise many types for damaged packages
         detail = " ".join(str(exc).split())[:160]
         raise IngestError(f"corrupt Word file: {type(exc).__name__}: {detail}") from None
-    if not sections:
-        raise IngestError("empty document: no text")
-    meta = merge_meta(_core_metadata(document), sidecar)
-    default_title = next((s.path[0] for s in sections if s.path), None)
-    return [
-        document_from_meta(
-            meta,
-            render_sections(sections),
-            default_id=path.stem,
-            origin=str(path),
-            fmt="docx",
-            sections=sections,
-            default_title=default_title,
-        )
-    ]
+    return sectioned_document(path, sections, _core_metadata(document), sidecar, "docx")
 
 
 def _sections(document: Any) -> list[Section]:
