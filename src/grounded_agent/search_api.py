@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import TypedDict, Unpack
+
 from grounded_agent.documents import DocumentList, DocumentQuery, listing_text, parse_query
 from grounded_agent.schemas import AgentResult
 
@@ -86,27 +88,34 @@ def _query(
     return parse_query({"text": text}, **overrides)
 
 
+class SearchOptions(TypedDict, total=False):
+    """What search and asearch accept beside the text (keywords override a passed `search`)."""
+
+    language: str | None
+    date_from: date | str | None
+    date_to: date | str | None
+    sort: str | None
+    page: int | None
+    page_size: int | None
+    previous: AgentResult | None
+    """A combined result whose answer a later page keeps."""
+    store: KnowledgeStore | None
+    """Default: the default agent's store."""
+
+
+CRITERIA = ("language", "date_from", "date_to", "sort", "page", "page_size")
+
+
 async def asearch(
     text: str | DocumentQuery | Mapping[str, Any] | None = None,
-    *,
-    language: str | None = None,
-    date_from: date | str | None = None,
-    date_to: date | str | None = None,
-    sort: str | None = None,
-    page: int | None = None,
-    page_size: int | None = None,
-    previous: AgentResult | None = None,
-    store: KnowledgeStore | None = None,
+    **options: Unpack[SearchOptions],
 ) -> AgentResult:
     """One page of the active documents that match; raises InvalidQuestion for bad parameters.
 
     `text` is the words to find, or the `search` of an earlier result (keywords override it).
     """
-    query = _query(
-        text,
-        {"language": language, "date_from": date_from, "date_to": date_to, "sort": sort,
-         "page": page, "page_size": page_size},
-    )
+    query = _query(text, {k: v for k, v in options.items() if k in CRITERIA})
+    store = options.get("store")
     if store is None:
         from grounded_agent.graph.agent import default_deps
 
@@ -119,6 +128,7 @@ async def asearch(
         "detail": query.normalised().describe(),
     }
     result: dict[str, Any] = {"question": query.text or "", **fields, "trail": [trail]}
+    previous = options.get("previous")
     if previous is not None and previous.result_type == "combined":
         kept = previous.model_dump(mode="json", include=set(KEPT_FROM_ANSWER))
         result = {**result, **kept, "result_type": "combined"}
@@ -127,27 +137,7 @@ async def asearch(
 
 def search(
     text: str | DocumentQuery | Mapping[str, Any] | None = None,
-    *,
-    language: str | None = None,
-    date_from: date | str | None = None,
-    date_to: date | str | None = None,
-    sort: str | None = None,
-    page: int | None = None,
-    page_size: int | None = None,
-    previous: AgentResult | None = None,
-    store: KnowledgeStore | None = None,
+    **options: Unpack[SearchOptions],
 ) -> AgentResult:
     """Blocking form of `asearch`, for scripts and notebooks without a running event loop."""
-    return asyncio.run(
-        asearch(
-            text,
-            language=language,
-            date_from=date_from,
-            date_to=date_to,
-            sort=sort,
-            page=page,
-            page_size=page_size,
-            previous=previous,
-            store=store,
-        )
-    )
+    return asyncio.run(asearch(text, **options))
