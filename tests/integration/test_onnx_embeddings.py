@@ -30,7 +30,13 @@ from grounded_agent.store.embeddings import (
     make_embeddings,
     torch_embeddings,
 )
-from grounded_agent.store.onnx_embeddings import EXPORT_DIR, FILES, MANIFEST, OnnxEmbeddings
+from grounded_agent.store.onnx_embeddings import (
+    EXPORT_DIR,
+    FILES,
+    MANIFEST,
+    OnnxEmbeddings,
+    data_file,
+)
 from grounded_agent.store.settings import LocalBackend
 
 pytestmark = pytest.mark.integration
@@ -110,6 +116,7 @@ def copied_cache(cache: Path, tmp_path: Path) -> Path:
     target = tmp_path / "models"
     shutil.copytree(cache / EXPORT_DIR, target / EXPORT_DIR, ignore=shutil.ignore_patterns(".*"))
     (target / EXPORT_DIR / FILES["int8"]).unlink(missing_ok=True)
+    (target / EXPORT_DIR / data_file("int8")).unlink(missing_ok=True)
     return target
 
 
@@ -117,9 +124,12 @@ def _break(directory: Path, how: str) -> None:
     model, manifest = directory / FILES["fp32"], directory / MANIFEST
     if how == "missing file":
         model.unlink()
-    elif how == "truncated":
-        with model.open("r+b") as fh:
-            fh.truncate(model.stat().st_size // 2)
+    elif how == "truncated weights":
+        weights = directory / data_file("fp32")
+        with weights.open("r+b") as fh:
+            fh.truncate(weights.stat().st_size // 2)
+    elif how == "missing weights":
+        (directory / data_file("fp32")).unlink()
     elif how == "garbage of the same size":
         size = model.stat().st_size
         model.write_bytes(b"\x00" * size)
@@ -137,7 +147,8 @@ def _break(directory: Path, how: str) -> None:
 
 EXPECTED_REASON = {
     "missing file": "model.onnx is missing",
-    "truncated": "wrong size",
+    "truncated weights": "model.onnx.data has the wrong size",
+    "missing weights": "model.onnx.data is missing",
     "garbage of the same size": "onnxruntime cannot load model.onnx",
     "no manifest": "exporting all-MiniLM-L6-v2 to ONNX",
     "other weights": "other weights",
@@ -161,8 +172,8 @@ def test_broken_export_is_rebuilt_with_a_log_line(
 
     def restore(target: Path, variant: str) -> None:
         calls.append(target)
-        shutil.copy2(cache / EXPORT_DIR / FILES["fp32"], target / FILES["fp32"])
-        shutil.copy2(cache / EXPORT_DIR / MANIFEST, target / MANIFEST)
+        for name in (FILES["fp32"], data_file("fp32"), MANIFEST):
+            shutil.copy2(cache / EXPORT_DIR / name, target / name)
 
     monkeypatch.setattr(onnx_export, "build", restore)
     with caplog.at_level(logging.WARNING, logger="grounded_agent.store.onnx_embeddings"):
@@ -197,8 +208,8 @@ def test_int8_variant_is_close_but_its_own_model(copied_cache: Path) -> None:
     assert cos.min() > 0.95 and cos.max() < 0.99999  # close, not the same vectors
     manifest = json.loads((copied_cache / EXPORT_DIR / MANIFEST).read_text())
     assert set(manifest["files"]) == {"fp32", "int8"}
-    assert (copied_cache / EXPORT_DIR / FILES["int8"]).stat().st_size < (
-        copied_cache / EXPORT_DIR / FILES["fp32"]
+    assert (copied_cache / EXPORT_DIR / data_file("int8")).stat().st_size < (
+        copied_cache / EXPORT_DIR / data_file("fp32")
     ).stat().st_size
 
 

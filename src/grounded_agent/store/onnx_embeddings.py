@@ -37,11 +37,21 @@ log = logging.getLogger(__name__)
 
 Variant = Literal["fp32", "int8"]
 
-EXPORT_FORMAT = 1
-"""Bumped when the export's graph or manifest changes: older caches are then rebuilt."""
+EXPORT_FORMAT = 2
+"""Bumped when the export's graph or manifest changes: older caches are then rebuilt (2: the
+weights in a separate file, mapped by onnxruntime, not parsed)."""
 EXPORT_DIR = f"all-MiniLM-L6-v2-onnx-v{EXPORT_FORMAT}"
 MANIFEST = "manifest.json"
 FILES: dict[Variant, str] = {"fp32": "model.onnx", "int8": "model-int8.onnx"}
+
+
+def data_file_for(graph_name: str) -> str:
+    return f"{graph_name}.data"
+
+
+def data_file(variant: Variant) -> str:
+    """The weights of a variant's graph (ONNX external data, next to it)."""
+    return data_file_for(FILES[variant])
 MAX_SEQ_LENGTH = 256
 """sentence-transformers' max_seq_length for this model (sentence_bert_config.json)."""
 PROBE_TEXT = "Grounded answers cite the passage they came from."
@@ -158,6 +168,11 @@ def check_export(
         return CheckResult(False, f"{path.name} is missing")
     if path.stat().st_size != entry.get("size"):
         return CheckResult(False, f"{path.name} has the wrong size (truncated or changed?)")
+    data = directory / data_file(variant)
+    if not data.exists():
+        return CheckResult(False, f"{data.name} is missing")
+    if data.stat().st_size != entry.get("data_size"):
+        return CheckResult(False, f"{data.name} has the wrong size (truncated or changed?)")
     try:
         session = make_session(path, threads)
         got = encode(tok or load_tokenizer(), session, [PROBE_TEXT])[0]
