@@ -15,10 +15,8 @@ NAMES = {
 }
 """The answer languages a caller is likely to name, as ISO 639-1 codes."""
 
-CODE_NAMES = {
-    "en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian",
-    "nl": "Dutch", "pt": "Portuguese", "ru": "Russian", "pl": "Polish", "sv": "Swedish",
-}
+CODE_NAMES = {code: name.title() for name, code in reversed(NAMES.items())}
+"""Each code's English name (NAMES lists the English name of a language before its own)."""
 
 
 def code_of(language: str | None) -> str | None:

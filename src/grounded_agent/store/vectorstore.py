@@ -211,14 +211,6 @@ class KnowledgeStore:
 
         return await self._call(read(), "term statistics", self.settings.query_timeout_s)
 
-    async def aknown_hashes(self, doc_ids: Sequence[str]) -> dict[tuple[str, str | None], str]:
-        """Content hash stored for each (doc_id, version) among `doc_ids`."""
-
-        async def read() -> dict[tuple[str, str | None], str]:
-            return await writes.known_hashes(await self._ready(), self.table_name, doc_ids)
-
-        return await self._call(read(), "read hashes", self.settings.query_timeout_s)
-
     async def awrite_document(self, doc: DocumentRecord) -> WriteResult:
         """Writes one document version in one transaction: its chunks replace that version's old
         chunks, term statistics follow, and the latest version of the doc_id becomes the active one.

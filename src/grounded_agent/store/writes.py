@@ -167,22 +167,6 @@ async def document_frequencies(
     return dfs.pop("", 0), dfs
 
 
-async def known_hashes(
-    engine: AsyncEngine, table: str, doc_ids: Sequence[str]
-) -> dict[tuple[str, str | None], str]:
-    async with engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                text(
-                    f'SELECT DISTINCT doc_id, version, content_hash FROM "{table}" '
-                    "WHERE doc_id = ANY(:ids)"
-                ),
-                {"ids": list(doc_ids)},
-            )
-        ).all()
-    return {(str(r[0]), r[1]): str(r[2]) for r in rows}
-
-
 async def counts(engine: AsyncEngine, table: str) -> tuple[int, int, int]:
     """(chunks, active chunks, active documents)."""
     async with engine.connect() as conn:
