@@ -264,8 +264,9 @@ def looks_like_instruction(sentence: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage; headings and bullet lines count as their own sentences."""
     out: list[str] = []
-    for block in re.split(r"\n\s*\n|\n(?=\s*[-*#|]|\s*\d+\.)", text):
-        block = " ".join(block.split())
+    for block in re.split(r"\n\s*\n|\n(?=\s*[-*#|]\s|\s*\|)|\n(?=\s*\d{1,3}[.)]\s)", text):
+        # a list item's own number ("1. Open ...") is no sentence of its own
+        block = _BULLET.sub("", " ".join(block.split()))
         if not block:
             continue
         merged: list[str] = []

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from grounded_agent.answer_types import asked_type, holds_type
+from grounded_agent.citations import check_answer
+from grounded_agent.extractive import extractive_draft
+from grounded_agent.schemas import Finding
 from grounded_agent.text import (
+    answer_units,
     key_terms,
     match_credit,
     missing_names,
@@ -88,3 +92,39 @@ def test_holds_type() -> None:
 
 def test_terms_are_what_relevance_counts() -> None:
     assert terms("The guest Wi-Fi network") == ["guest", "wi", "fi", "network"]
+
+
+# A passage wrapped at 80 columns puts a decimal or a count at the start of a line; read as a
+# numbered list item, it cut a sentence in two and the offline answer carried a marker in its
+# middle, which the support check then rejected (the sample SLA's service credits).
+WRAPPED = (
+    "If availability falls below the commitment, the customer receives a credit: 10% below\n"
+    "99.9%, 25% below\n99.5%, and 50% below 99.0%. Credits must be claimed within\n"
+    "30 days.\n"
+    "1. Open a ticket.\n"
+    "2) Attach the invoice."
+)
+
+
+def test_a_wrapped_line_starting_with_a_number_is_not_a_list_item() -> None:
+    units = answer_units(WRAPPED)
+    assert units == [
+        "If availability falls below the commitment, the customer receives a credit: "
+        "10% below 99.9%, 25% below 99.5%, and 50% below 99.0%.",
+        "Credits must be claimed within 30 days.",
+        "Open a ticket.",
+        "Attach the invoice.",
+    ]
+
+
+def test_the_offline_answer_from_a_wrapped_passage_survives_the_support_check() -> None:
+    passage = Finding(
+        source="knowledge_base", source_id="sla", title="Service Level Agreement",
+        section="Service credits", text=WRAPPED, score=0.8,
+    )
+    question = "What credit do I get when availability drops below 99.5%?"
+    draft = extractive_draft(question, [passage], max_sentences=1)
+    assert draft.count("[1]") == 1 and draft.endswith("[1].")
+    checked = check_answer(draft, [passage])
+    assert checked.unsupported == []
+    assert "25% below 99.5%" in checked.text
