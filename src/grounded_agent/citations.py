@@ -395,7 +395,7 @@ _STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "of", "in", "on", "at", "by", "for", "with", "to", "from", "into", "onto", "as", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "doing", "has", "have", "had", "having", "can", "could", "may", "might", "will", "would", "shall", "should", "must", "also", "just", "very", "too", "so", "such", "than", "then", "that", "this", "these", "those", "there", "here", "it", "its", "itself", "they", "them", "their", "theirs", "we", "our", "ours", "us", "you", "your", "yours", "i", "me", "my", "he", "him", "his", "she", "her", "hers", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "while", "whereas", "although", "though", "because", "both", "either", "up", "down", "out", "over", "under", "about", "after", "before", "within", "between", "during", "until", "till", "via", "per", "each", "other", "another", "own", "s", "t", "only", "still", "now", "even", "well", "just", "let", "lets", "get", "gets", "got", "called", "named", "known", "available", "able", "including", "include", "includes", "included", "like", "etc", "ie", "eg", "please"]
 )
 _NEGATIONS = frozenset(
-    ["not", "no", "never", "cannot", "none", "nothing", "nobody", "neither", "nor", "without", "cant", "dont", "doesnt", "isnt", "arent", "wasnt", "werent", "wont", "wouldnt", "shouldnt", "couldnt", "hasnt", "havent", "hadnt", "didnt", "mustnt", "neednt"]
+    ["not", "no", "never", "cannot", "none", "nothing", "nobody", "neither", "nor", "without", "unless", "cant", "dont", "doesnt", "isnt", "arent", "wasnt", "werent", "wont", "wouldnt", "shouldnt", "couldnt", "hasnt", "havent", "hadnt", "didnt", "mustnt", "neednt"]
 )
 _ABSOLUTES = frozenset(
     ["all", "every", "everyone", "everybody", "everything", "everywhere", "any", "anyone", "anything", "always", "ever", "whole", "entire", "unlimited", "guaranteed", "guarantee", "guarantees", "completely", "entirely", "fully", "forever", "permanently", "universally"]
@@ -1194,7 +1194,14 @@ def _negation_ok(sentence: str, view: _ClaimView, passages: Sequence[_Passage]) 
         best, aligned = _aligned(want, clauses)
         if plain and best >= len(plain) and any(not c.negations for c in aligned):
             continue  # said in full by a clause of the sources that has no negation
-        for neg in negations:
+
+        def shared(c: _Clause, plain: set[str] = plain) -> int:
+            return sum(1 for k in plain if _found(k, c.own))
+
+        # a clause without a negation that says more of it is what it paraphrases ("Bins need to
+        # be at the kerb by 07:00" is not "Extra bags left beside a bin will not be collected")
+        plain_best = max((shared(c) for c in clauses if not c.negations), default=0)
+        for neg in (n for c in clauses if shared(c) >= plain_best for n in c.negations):
             # the negated word itself is repeated ("shared" of "never to be shared"), with most
             # of what follows it and with what the negation is about (a word before it)
             if not neg.after or not _found(neg.after[0], content):

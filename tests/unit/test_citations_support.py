@@ -124,3 +124,30 @@ def test_quotes_paraphrases_and_list_items_stay(sentence: str) -> None:
 )
 def test_added_or_changed_facts_go(sentence: str, why: str) -> None:
     assert not supports(sentence, [PASSAGE]), why
+
+
+WASTE = finding(
+    "knowledge_base",
+    "waste",
+    "Bins must be placed at the kerb by 07:00 on collection day. Extra bags left beside a bin "
+    "will not be collected. Breakfast costs EUR 16 per adult if not included in your rate. "
+    "API keys do not expire, but unused keys are disabled after 90 days.",
+    title="Service rules",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        # a paraphrase of a clause without a negation is not held against another clause's one
+        ("Bins need to be at the kerb by 07:00 on collection day.", True),
+        # ... but repeating the negated clause without its negation still goes
+        ("Extra bags left beside a bin will be collected.", False),
+        ("API keys expire after 90 days.", False),
+        # "unless" is "if not"
+        ("Breakfast costs EUR 16 per adult unless it's included in your rate.", True),
+        ("Breakfast costs EUR 16 per adult if it is included in your rate.", False),
+    ],
+)
+def test_a_negation_belongs_to_the_clause_that_states_it(sentence: str, supported: bool) -> None:
+    assert supports(sentence, [WASTE]) is supported
