@@ -441,7 +441,10 @@ _UNIT_ABBREVIATIONS = frozenset({"sec", "secs", "min", "mins", "hr", "hrs", "yr"
 _PRONOUN_ONE = frozenset(
     {"the", "this", "that", "each", "every", "which", "any", "no", "another", "one"}
 )
-_ONCE_COUNTS = frozenset({"", "a", "an", "every", "per", "each", "only", ",", "."})
+_ONCE_CLAUSE = frozenset({"they", "you", "we", "he", "she", "it", "i", "the", "your", "their",
+                          "his", "her", "its", "this", "that", "these", "those", "our", "my",
+                          "all", "both", "payment", "paid", "registered", "approved"})
+"""After "once" these make it "as soon as" ("once they have passed"), not a count."""
 
 # units: a number's unit travels with it ("EUR 25 per hour" is not "EUR 25 per day")
 _UNITS = {
@@ -670,9 +673,63 @@ def _time_key(raw: str) -> str:
     return f"={hour}" if minute == "00" else f"={hour}:{minute}"
 
 
+_NUMBER_WORD = "|".join(sorted((w for w in _NUMBER_WORDS if w not in ("once", "twice", "thrice")), key=len, reverse=True))
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
+_NOON = re.compile(r"\b(?:noon|midday)\b", re.IGNORECASE)
+_PERIOD = re.compile(
+    rf"\b(\d+(?:\.\d+)?|{_NUMBER_WORD}|a|an)\s+(weeks?|fortnights?|years?|hours?)\b(?!\s+and\s+a\s+half)",
+    re.IGNORECASE,
+)
+_PERIOD_AFTER = re.compile(
+    r"\b(for|within|after|to|than|in|over|about|around|of|lasts?|takes?)\s*$", re.IGNORECASE
+)
+_HALF = re.compile(
+    r"\b(?:(an?|one|\d+)\s+hours?\s+and\s+a\s+half|(\d+(?:\.\d+)?|an?|one)\s+and\s+a\s+half\s+hours?"
+    r"|half\s+an\s+hour)\b",
+    re.IGNORECASE,
+)
+_IN_DAYS = {"week": 7, "fortnight": 14}
+
+
+def _quantity(word: str) -> Decimal:
+    low = word.lower()
+    return Decimal(1) if low in ("a", "an") else Decimal(_NUMBER_WORDS.get(low, 0) or low)
+
+
+def _same_quantities(text: str) -> str:
+    """One way of writing a time of day or a period, so that "9 pm" meets "21:00", "three weeks"
+    "21 days", "a year" "12 months" and "an hour and a half" "90 minutes". A rate ("EUR 120 a
+    year") keeps its "a": only a period after a word like "for" or "within" is rewritten."""
+
+    def clock(m: re.Match[str]) -> str:
+        return f"{m.group(1)}:{m.group(2) or '00'} {m.group(3).lower()}m"
+
+    def half(m: re.Match[str]) -> str:
+        head = m.group(1) or m.group(2)
+        hours = Decimal("0.5") if head is None else _quantity(head) + Decimal("0.5")
+        return f"{format((hours * 60).normalize(), 'f')} minutes"
+
+    def period(m: re.Match[str]) -> str:
+        head, unit = m.group(1), m.group(2).lower().rstrip("s")
+        if head.lower() in ("a", "an") and not _PERIOD_AFTER.search(text[: m.start()]):
+            return m.group(0)
+        n = _quantity(head)
+        if unit in _IN_DAYS:
+            return f"{format((n * _IN_DAYS[unit]).normalize(), 'f')} days"
+        if unit == "year":
+            return f"{format((n * 12).normalize(), 'f')} months"
+        return f"{format((n * 60).normalize(), 'f')} minutes"
+
+    text = _CLOCK.sub(clock, text)
+    text = _NOON.sub("12:00", text)
+    text = _HALF.sub(half, text)
+    return _PERIOD.sub(period, text)
+
+
 @functools.lru_cache(maxsize=32768)
 def _tokens(text: str) -> _Toks:
     """Tokens of a sentence or passage, in order, with what the support check needs to know."""
+    text = _same_quantities(text)
     text = _NUMBER_COMPOUND.sub(
         lambda m: str(_NUMBER_WORDS[m.group(1).lower()] + _NUMBER_WORDS[m.group(2).lower()]), text
     )
@@ -728,8 +785,8 @@ def _tokens(text: str) -> _Toks:
             elif base == "may" and cap and not initial:
                 kind, key = "word", "may"  # the month
             elif base in _NUMBER_WORDS and (
-                base != "once" or _next_word(text, m.end()) in _ONCE_COUNTS
-            ):  # "once a year", "once every two years", but not "once they have passed"
+                base != "once" or _next_word(text, m.end()) not in _ONCE_CLAUSE
+            ):  # "once a year", "resit it once in August", but not "once they have passed"
                 kind, key = "num", f"={_NUMBER_WORDS[base]}"
             elif base in _ORDINALS:
                 kind, key = "ord", f"^{_ORDINALS[base]}"

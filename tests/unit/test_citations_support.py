@@ -61,7 +61,9 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     reason="issue 14's 5% target is not met on rows the check was not tuned on: a lexical check "
     "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
-    "manager' where HR is named); see bench_support.py --errors. Remove this mark when it is met",
+    "manager' where HR is named); on the two sets written blind it removes 25% and 46% of the "
+    "supported sentences and keeps 22% and 28% of the unsupported ones; see bench_support.py "
+    "--errors. Remove this mark when it is met",
 )
 def test_rates_on_all_rows_meet_the_5_percent_target() -> None:
     assert MEASURED["all"]["false_removal_rate"] <= 0.05
@@ -151,3 +153,33 @@ WASTE = finding(
 )
 def test_a_negation_belongs_to_the_clause_that_states_it(sentence: str, supported: bool) -> None:
     assert supports(sentence, [WASTE]) is supported
+
+
+HOURS = finding(
+    "knowledge_base",
+    "pool",
+    "The pool opens at 06:30 and closes at 21:00. Books are lent for 21 days. A 10-visit card "
+    "is valid for 12 months and costs EUR 48. A single ticket is valid for 90 minutes. Annual "
+    "membership costs EUR 120 a year. Students may resit an exam once in August.",
+    title="Riverside services",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        ("The pool closes at 9 pm.", True),
+        ("The pool closes at 9 am.", False),
+        ("Books are lent for three weeks.", True),
+        ("Books are lent for three months.", False),
+        ("The 10-visit card stays valid for a year.", True),
+        ("The 10-visit card stays valid for two years.", False),
+        ("A single ticket is good for an hour and a half.", True),
+        ("A single ticket is good for half an hour.", False),
+        ("Annual membership costs EUR 120 a year.", True),
+        ("Students can resit an exam once, in August.", True),
+        ("Students can resit an exam twice, in August.", False),
+    ],
+)
+def test_times_and_periods_written_differently_are_the_same(sentence: str, supported: bool) -> None:
+    assert supports(sentence, [HOURS]) is supported
