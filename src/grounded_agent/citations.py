@@ -421,10 +421,21 @@ _ORDINALS = {
 _FREE = re.compile(
     r"\b(?:free of (?:charge|cost)|(?:at|with|for) no (?:extra )?(?:charge|cost|fee)|"
     r"without (?:any )?(?:charge|cost|fee)|(?:there is |there are )?no (?:charge|cost|fees?) for|"
-    r"no[- ]cost|cost[- ]free|charge[- ]free|fee[- ]free)\b",
+    r"no[- ]cost|cost[- ]free|charge[- ]free|fee[- ]free|costs? nothing|"
+    r"(?:does not|doesn['’]t|do not|don['’]t|will not|won['’]t)\s+(?:have to |need to )?"
+    r"(?:cost|pay|charge)(?: (?:anything|a thing|extra))?|(?:is |are |gets? |will be )?waived)\b",
     re.IGNORECASE,
 )
-"""Ways of saying "free": one word, so "free of charge" does not mention a charge."""
+"""Ways of saying "free": one word, so "free of charge" does not mention a charge, and "you don't
+pay the fee" is no negation the sources lack when they say it is waived."""
+_MAXIMUM = re.compile(
+    r"\b(?:never|not|no|cannot|can['’]t|won['’]t|doesn['’]t|don['’]t)\s+((?:[^\W\d_]+\s+){0,2}?)"
+    r"(?:(?:be |go |goes )?(?:more than|above|over)|exceeds?)\s+(?=[\d€$£]|EUR|USD|GBP|"
+    r"one|two|three|four|five|six|seven|eight|nine|ten|twelve)",
+    re.IGNORECASE,
+)
+"""A ceiling said with a negation ("never goes above EUR 10", "can't have more than two") is the
+sources' "a maximum of"."""
 _BOUNDS = {"more": "at most", "less": "at least", "later": "by", "earlier": "from",
            "longer": "at most", "fewer": "at least"}
 _BOUND = re.compile(
@@ -735,6 +746,8 @@ def _tokens(text: str) -> _Toks:
     )
     text = _SCALED.sub(_scale, text)
     text = re.sub(r"\bper\s+cent\b", "percent", text, flags=re.IGNORECASE)
+    text = _MAXIMUM.sub(lambda m: f"{m.group(1)}a maximum of ", text)
+    text = re.sub(r"\b(?:at most|up to a maximum of)\b", "a maximum of", text, flags=re.IGNORECASE)
     text = _FREE.sub("free", text)
     text = _BOUND.sub(lambda m: _BOUNDS[m.group(1).lower()], text)
     text = re.sub(r"\bhalf[- ](year|day|hour)s?\b", r"half\1", text, flags=re.IGNORECASE)
@@ -1272,6 +1285,26 @@ def _negation_ok(sentence: str, view: _ClaimView, passages: Sequence[_Passage]) 
     return True
 
 
+def _free_ok(sentence: str, passages: Sequence[_Passage]) -> bool:
+    """"Free" belongs to the clause of the sources it is said about: "other drivers don't cost
+    anything" is not supported by "a spouse is free; other drivers cost EUR 12"."""
+    clauses = [c for p in passages for c in p.clauses]
+    for _, part in _clauses_of(sentence, claim=True):
+        toks = _tokens(part)
+        if not any(t.key == "free" for t in toks):
+            continue
+        want = {t.key for t in toks if t.kind in ("word", "num") and t.key != "free"}
+        if not want:
+            continue
+        _, aligned = _aligned(want, clauses)
+        said = [x for c in aligned for x in (c, *c.stands_for)]
+        if said and not any("free" in c.own for c in said) and any(
+            c.own & _CURRENCIES or "cost" in c.own or "pay" in c.own for c in said
+        ):
+            return False
+    return True
+
+
 @dataclass
 class Verdict:
     """Whether cited passages support a sentence, and why not."""
@@ -1324,6 +1357,8 @@ def _verdict(sentence: str, passages: list[_Passage], threshold: float) -> Verdi
         return Verdict(False, problem)
     if not _negation_ok(sentence, view, passages):
         return Verdict(False, "negation differs from the sources")
+    if not _free_ok(sentence, passages):
+        return Verdict(False, "states the opposite of the sources (free)")
     contributing = [
         i for i, keys in enumerate(all_keys)
         if any(_found(k, keys) for k in view.content) or view.numbers & keys

@@ -61,7 +61,7 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     reason="issue 14's 5% target is not met on rows the check was not tuned on: a lexical check "
     "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
-    "manager' where HR is named); on the two sets written blind it removes 25% and 46% of the "
+    "manager' where HR is named); on the two sets written blind it removes 25% and 40% of the "
     "supported sentences and keeps 22% and 28% of the unsupported ones; see bench_support.py "
     "--errors. Remove this mark when it is met",
 )
@@ -183,3 +183,30 @@ HOURS = finding(
 )
 def test_times_and_periods_written_differently_are_the_same(sentence: str, supported: bool) -> None:
     assert supports(sentence, [HOURS]) is supported
+
+
+FEES = finding(
+    "knowledge_base",
+    "fees",
+    "Late fees for DVDs are EUR 1 per day, with a maximum of EUR 10 per item. Each household may "
+    "hold a maximum of two permits. The account fee is waived for customers under 26. Adding a "
+    "spouse as a driver is free of charge; other extra drivers cost EUR 12 per day.",
+    title="Fees",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        ("The DVD late fee never goes above EUR 10 per item.", True),
+        ("The DVD late fee never goes above EUR 12 per item.", False),
+        ("A household can't hold more than two permits.", True),
+        ("A household can't hold more than three permits.", False),
+        ("Customers under 26 don't pay the account fee.", True),
+        ("Customers over 30 don't pay the account fee.", False),
+        ("Adding a spouse as a driver doesn't cost anything.", True),
+        ("Other extra drivers don't cost anything.", False),
+    ],
+)
+def test_ceilings_and_waivers_said_with_a_negation(sentence: str, supported: bool) -> None:
+    assert supports(sentence, [FEES]) is supported
