@@ -881,6 +881,11 @@ _CLAUSE_SPLIT = re.compile(
     re.IGNORECASE,
 )
 _AND_SPLIT = re.compile(r"\s+(?=(?:and|or|plus)\s)", re.IGNORECASE)
+_PREDICATE = re.compile(
+    r"(?:and|or)\s+(?:can|cannot|can't|may|must|is|are|isn't|aren't|will|won't|should|has|have|"
+    r"does|do|doesn't|don't|needs?)\b",
+    re.IGNORECASE,
+)
 _COORDINATORS = frozenset({"and", "or", "but", "while", "whereas", "plus", "nor"})
 _PRONOUNS = frozenset({"it", "they", "he", "she", "its", "their", "there"})
 
@@ -900,7 +905,11 @@ def _clauses_of(sentence: str, claim: bool = False) -> list[tuple[int, str]]:
             pieces = _AND_SPLIT.split(part)
             current = pieces[0]
             for piece in pieces[1:]:
-                if has_value(current) and has_value(piece) and not _ends_in_number(current):
+                # "... and can be reserved" is a claim of its own
+                own_claim = claim and _PREDICATE.match(piece) is not None
+                if own_claim or (
+                    has_value(current) and has_value(piece) and not _ends_in_number(current)
+                ):
                     out.append((seg, current))
                     current = piece
                 else:
@@ -1280,9 +1289,90 @@ def _negation_ok(sentence: str, view: _ClaimView, passages: Sequence[_Passage]) 
                 continue
             if neg.before and any(_found(k, content) for k in neg.before):
                 return False
-            if not neg.before and len(neg.after) >= 2:
+            if len(neg.after) >= 2 and (
+                not neg.before or all(_found(k, content) for k in neg.after)
+            ):  # "can be reserved in advance" of "spaces cannot be reserved in advance"
                 return False
     return True
+
+
+_RATE_WORDS = frozenset({"per", "a", "an", "each", "every"})
+
+
+def _rates(toks: _Toks) -> dict[str, set[str]]:
+    """What each number is counted per: "EUR 15 per day" -> {"=15": {"#day"}}, "EUR 35 per
+    flight" -> {"=35": {"flight"}}."""
+    out: dict[str, set[str]] = {}
+    for i, t in enumerate(toks):
+        if t.kind != "num":
+            continue
+        j = i + 1
+        while j < len(toks) and toks[j].kind == "unit" and toks[j].key in (*_CURRENCIES, "#percent"):
+            j += 1
+        if j + 1 >= len(toks) or toks[j].raw.lower() not in _RATE_WORDS:
+            continue
+        # the words of what it is counted per, up to its noun: "per black-and-white page"
+        per: list[str] = []
+        for x in toks[j + 1 : j + 6]:
+            if x.kind in ("word", "unit"):
+                per.append(x.key)
+            elif not x.compound:  # "and" of "black-and-white" goes on, any other word ends it
+                break
+        if per and toks[j + 1].kind in ("word", "unit"):
+            out.setdefault(t.key, set()).add("|".join(per))
+    return out
+
+
+def _rate_problem(view: _ClaimView, passages: Sequence[_Passage]) -> str:
+    """A number counted per something else than the sources count it: "EUR 15 per rental" where
+    they say "EUR 15 per day"."""
+    said = _rates(view.toks)
+    if not said:
+        return ""
+    sources: dict[str, set[str]] = {}
+    for p in passages:
+        for sentence in p.sentences:
+            for n, per in _rates(sentence).items():
+                sources.setdefault(n, set()).update(per)
+    for n, per in said.items():
+        theirs = {k for phrase in sources.get(n, ()) for k in phrase.split("|")}
+        if theirs and not any(_found(k, theirs) for phrase in per for k in phrase.split("|")):
+            return "a unit or period the sources do not state"
+    return ""
+
+
+def _compared(toks: _Toks) -> list[tuple[str, set[str], set[str]]]:
+    """Each "A ... more than B" of a text: (the comparative, A's words, B's words). A bound ("more
+    than 3 hours") compares nothing."""
+    out = []
+    for i, t in enumerate(toks):
+        if t.raw.lower() != "than" or i == 0 or i + 1 >= len(toks) or toks[i + 1].kind == "num":
+            continue
+        start = max((j + 1 for j in range(i) if toks[j].raw.lower() in ("than",)), default=0)
+        left = {x.key for x in toks[start : i - 1] if x.kind == "word"}
+        right = {x.key for x in toks[i + 1 : i + 7] if x.kind == "word"}
+        out.append((toks[i - 1].key, left - right, right - left))
+    return out
+
+
+def _comparison_problem(view: _ClaimView, passages: Sequence[_Passage]) -> str:
+    """The two sides of a comparison swapped: "the app costs more than the driver" where the
+    sources say the driver costs more than the app."""
+    for word, left, right in _compared(view.toks):
+        for p in passages:
+            for sentence in p.sentences:
+                for theirs, t_left, t_right in _compared(sentence):
+                    if theirs != word:
+                        continue
+                    crossed = sum(1 for k in left if _found(k, t_right)) + sum(
+                        1 for k in right if _found(k, t_left)
+                    )
+                    kept = sum(1 for k in left if _found(k, t_left)) + sum(
+                        1 for k in right if _found(k, t_right)
+                    )
+                    if crossed > kept:
+                        return "the sides of a comparison are swapped"
+    return ""
 
 
 def _free_ok(sentence: str, passages: Sequence[_Passage]) -> bool:
@@ -1352,7 +1442,11 @@ def _verdict(sentence: str, passages: list[_Passage], threshold: float) -> Verdi
     compounds = set().union(*(p.compounds for p in passages)) if passages else set()
     if any(c not in compounds for c in view.name_compounds):
         return Verdict(False, "name not in the sources")
-    problem = _clause_problem(sentence, view, passages)
+    problem = (
+        _clause_problem(sentence, view, passages)
+        or _rate_problem(view, passages)
+        or _comparison_problem(view, passages)
+    )
     if problem:
         return Verdict(False, problem)
     if not _negation_ok(sentence, view, passages):

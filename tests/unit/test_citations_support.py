@@ -62,7 +62,7 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
     "manager' where HR is named); on the two sets written blind it removes 25% and 40% of the "
-    "supported sentences and keeps 22% and 28% of the unsupported ones; see bench_support.py "
+    "supported sentences and keeps 22% and 20% of the unsupported ones; see bench_support.py "
     "--errors. Remove this mark when it is met",
 )
 def test_rates_on_all_rows_meet_the_5_percent_target() -> None:
@@ -210,3 +210,33 @@ FEES = finding(
 )
 def test_ceilings_and_waivers_said_with_a_negation(sentence: str, supported: bool) -> None:
     assert supports(sentence, [FEES]) is supported
+
+
+RULES = finding(
+    "knowledge_base",
+    "rules",
+    "Drivers under 25 pay a surcharge of EUR 15 per day. Printing costs 10 cents per "
+    "black-and-white page. Tickets bought from the driver cost EUR 0.50 more than tickets "
+    "bought in the app. Underground parking costs EUR 15 per night; spaces cannot be reserved "
+    "in advance.",
+    title="Rules",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        # what a number is counted per
+        ("Drivers under 25 pay a surcharge of EUR 15 a day.", True),
+        ("Drivers under 25 pay a surcharge of EUR 15 per rental.", False),
+        ("Black-and-white printing is 10 cents per page.", True),
+        # the two sides of a comparison
+        ("Tickets bought from the driver cost EUR 0.50 more than tickets bought in the app.", True),
+        ("Tickets bought in the app cost EUR 0.50 more than tickets bought from the driver.", False),
+        # a second predicate of one sentence is a claim of its own
+        ("Underground parking costs EUR 15 per night and can be reserved in advance.", False),
+        ("Underground parking costs EUR 15 per night.", True),
+    ],
+)
+def test_rates_comparisons_and_second_predicates(sentence: str, supported: bool) -> None:
+    assert supports(sentence, [RULES]) is supported
