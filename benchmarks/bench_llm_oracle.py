@@ -101,7 +101,7 @@ def run_style(
     if args.home:
         env["GROUNDED_AGENT_HOME"] = str(args.home)
     cmd = [
-        str(Path(sys.executable).parent / "grounded-agent"), "eval",
+        sys.executable, "-m", "evals",  # the harness lives in the checkout (cwd=ROOT)
         "--questions", str(args.data / "questions.jsonl"), "--kb", str(args.data / "kb_corpus.jsonl"),
         "--sample", str(args.sample), "--seed", str(args.seed), "--kinds", "answerable",
         "--systems", "full_graph", "--json", "--report", str(report), "--no-plots",

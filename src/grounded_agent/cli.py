@@ -417,6 +417,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    """The evaluation harness is part of the checkout, not the wheel (it reads data a user's
+    install has no use for): `grounded-agent eval` runs it from the root of a clone."""
+    import importlib
+
+    root = Path.cwd()
+    if not (root / "evals" / "cli.py").is_file():
+        print(
+            "grounded-agent: eval runs the evaluation harness in evals/ of a grounded-agent "
+            "checkout; run it from the root of a clone (or `python -m evals` there).",
+            file=sys.stderr,
+        )
+        return 2
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    evals_cli = importlib.import_module("evals.cli")
+    return int(evals_cli.main(list(args.eval_args)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grounded-agent", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log each node decision")
@@ -481,6 +500,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--questions", default=str(SAMPLE_QUESTIONS), help="demo questions file")
     demo.set_defaults(func=cmd_demo)
 
+    ev = sub.add_parser(
+        "eval",
+        help="run the grounding evaluation (from a clone: python -m evals; --help for options)",
+        add_help=False,
+    )
+    ev.add_argument("eval_args", nargs=argparse.REMAINDER)
+    ev.set_defaults(func=cmd_eval)
+
     serve = sub.add_parser("serve", help="run the LangServe endpoint")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -490,7 +517,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(raw)
+    if args.command == "eval":  # every option after "eval" is the harness's own
+        args.eval_args = raw[raw.index("eval") + 1 :]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _setup_logging(args.verbose)
     if getattr(args, "sources", None) and args.command == "ask":
         args.sources = [s.strip() for s in args.sources.split(",") if s.strip()]

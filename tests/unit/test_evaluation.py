@@ -625,3 +625,21 @@ async def test_run_question_records_rank_best_score_and_cited_versions() -> None
     for r in rows:
         assert r.cited == ["fees"] and r.cited_versions == ["2025.1"]
         assert r.outcome == "wrong" and r.wrong_version
+
+
+def test_grounded_agent_eval_runs_the_harness_from_a_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grounded_agent.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    with pytest.raises(SystemExit) as done:
+        main(["eval", "--help"])
+    assert done.value.code == 0
+    assert "--swapped" in capsys.readouterr().out  # the harness's own options, passed through
+
+    monkeypatch.chdir(tmp_path)  # an install without the checkout: a clear error, no traceback
+    assert main(["eval", "--sample", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "root of a clone" in err and "Traceback" not in err
