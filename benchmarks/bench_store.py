@@ -8,7 +8,8 @@ the ONNX export is taken from (or made in) the usual model cache.
 
 1. Embedding backends, side by side in one run: the chunks the ingester makes of SQuAD's 1,204
    knowledge-base paragraphs (../shared; else the sample KB repeated), in the ingester's own
-   batches, each batch embedded by every backend in turn (rotating who goes first), so that the
+   batches (which the ONNX backends cut into sub-batches of at most 256 padded tokens), each
+   batch embedded by every backend in turn (rotating who goes first), so that the
    load of a shared machine falls on all of them alike. Chunks per second of wall time and per
    CPU-second of the process (all its threads; the steadier number when other work shares the
    cores), the ratio to the torch backend, the cosine of each backend's vectors to torch's,
@@ -182,7 +183,8 @@ async def backends_part(
     print(
         f"{timed} of {total} chunks timed, batches of {settings.embed_batch_size} as the ingester "
         f"sends them, every batch through each backend in turn; {os.cpu_count()} cores; "
-        f"ONNX threads {settings.embed_threads}, torch threads {_torch_threads(models)}"
+        f"ONNX threads {settings.embed_threads} (sub-batches of <= {_onnx_batch_tokens(models)} "
+        f"padded tokens), torch threads {_torch_threads(models)}"
     )
     print(
         f"{'backend':<10} {'model id (table)':<22} {'load s':>6} {'chunks/s':>9} "
@@ -215,6 +217,11 @@ async def backends_part(
         )
         stores[b] = store
     return stores
+
+
+def _onnx_batch_tokens(models: dict[LocalBackend, Embeddings]) -> str:
+    got = {int(getattr(m, "batch_tokens", 0)) for b, m in models.items() if b != "torch"}
+    return ",".join(str(x) for x in sorted(got - {0})) or "-"
 
 
 def _torch_threads(models: dict[LocalBackend, Embeddings]) -> str:
