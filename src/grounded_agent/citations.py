@@ -452,6 +452,9 @@ _UNIT_ABBREVIATIONS = frozenset({"sec", "secs", "min", "mins", "hr", "hrs", "yr"
 _PRONOUN_ONE = frozenset(
     {"the", "this", "that", "each", "every", "which", "any", "no", "another", "one"}
 )
+_LIMIT_SIDES = {"under": "<", "below": "<", "above": ">"}
+"""A number right after these is one side of a limit: "children under 4" are not "aged 4 to 15".
+("Over" is left out: "spread over 10 instalments" is no limit.)"""
 _ONCE_CLAUSE = frozenset({"they", "you", "we", "he", "she", "it", "i", "the", "your", "their",
                           "his", "her", "its", "this", "that", "these", "those", "our", "my",
                           "all", "both", "payment", "paid", "registered", "approved"})
@@ -748,6 +751,8 @@ def _tokens(text: str) -> _Toks:
     text = re.sub(r"\bper\s+cent\b", "percent", text, flags=re.IGNORECASE)
     text = _MAXIMUM.sub(lambda m: f"{m.group(1)}a maximum of ", text)
     text = re.sub(r"\b(?:at most|up to a maximum of)\b", "a maximum of", text, flags=re.IGNORECASE)
+    text = re.sub(r"\byounger than\b", "under", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bolder than\b", "above", text, flags=re.IGNORECASE)
     text = _FREE.sub("free", text)
     text = _BOUND.sub(lambda m: _BOUNDS[m.group(1).lower()], text)
     text = re.sub(r"\bhalf[- ](year|day|hour)s?\b", r"half\1", text, flags=re.IGNORECASE)
@@ -782,6 +787,8 @@ def _tokens(text: str) -> _Toks:
                 kind = "ord" if re.search(r"(st|nd|rd|th)$", raw.lower()) else "num"
                 if kind == "ord":
                     key = "^" + key[1:]
+                elif prev_word in _LIMIT_SIDES:  # "under 4" is not "4 to 15"
+                    key = f"={_LIMIT_SIDES[prev_word]}{key[1:]}"
                 out.append(_Tok(raw, key, kind, False, initial, compound))
         elif m.lastgroup == "sym":
             out.append(_Tok(raw, _UNITS[raw], "unit", False, initial, compound))
@@ -795,6 +802,8 @@ def _tokens(text: str) -> _Toks:
                 prev_word in _PRONOUN_ONE or _next_word(text, m.end()) in _NOT_COUNTED
             ):
                 kind, key = "stop", base  # "the first one is free", "one of the branches"
+            elif base in _LIMIT_SIDES and _next_word(text, m.end()) == "#":
+                kind, key = "stop", base  # the number after it carries the side ("=<4")
             elif base == "may" and cap and not initial:
                 kind, key = "word", "may"  # the month
             elif base in _NUMBER_WORDS and (

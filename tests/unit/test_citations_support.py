@@ -62,7 +62,7 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
     "manager' where HR is named); on the two sets written blind it removes 25% and 40% of the "
-    "supported sentences and keeps 22% and 20% of the unsupported ones; see bench_support.py "
+    "supported sentences and keeps 20% and 20% of the unsupported ones; see bench_support.py "
     "--errors. Remove this mark when it is met",
 )
 def test_rates_on_all_rows_meet_the_5_percent_target() -> None:
@@ -240,3 +240,26 @@ RULES = finding(
 )
 def test_rates_comparisons_and_second_predicates(sentence: str, supported: bool) -> None:
     assert supports(sentence, [RULES]) is supported
+
+
+FERRY = finding(
+    "knowledge_base",
+    "ferry",
+    "Adult tickets cost EUR 18 one way; children aged 4 to 15 pay EUR 9, and children under 4 "
+    "travel free. Passengers older than 65 pay EUR 12.",
+    title="Ferry fares",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        ("Children under 4 travel free.", True),
+        ("Children younger than 4 travel free.", True),
+        ("Children under 4 pay EUR 9.", False),
+        ("Passengers above 65 pay EUR 12.", True),
+        ("Passengers under 65 pay EUR 12.", False),
+    ],
+)
+def test_one_side_of_a_limit_is_not_the_number_itself(sentence: str, supported: bool) -> None:
+    assert supports(sentence, [FERRY]) is supported
