@@ -428,6 +428,8 @@ _FREE = re.compile(
 )
 """Ways of saying "free": one word, so "free of charge" does not mention a charge, and "you don't
 pay the fee" is no negation the sources lack when they say it is waived."""
+_MUST = re.compile(r"\b(?:needs? to|ha(?:ve|s) to|(?:is|are) required to)\b", re.IGNORECASE)
+"""An obligation is one stop word however it is said ("you need to check in" is "you must")."""
 _MAXIMUM = re.compile(
     r"\b(?:never|not|no|cannot|can['’]t|won['’]t|doesn['’]t|don['’]t)\s+((?:[^\W\d_]+\s+){0,2}?)"
     r"(?:(?:be |go |goes )?(?:more than|above|over)|exceeds?)\s+(?=[\d€$£]|EUR|USD|GBP|"
@@ -526,8 +528,7 @@ _IRREGULAR = {
 }
 _SYNONYM_GROUPS = (
     "lend loan borrow",
-    "cost price fee charge",
-    "pay payment",
+    "cost price fee charge pay payment",
     "receive get obtain",
     "need require requirement necessary",
     "begin start commence",
@@ -753,6 +754,7 @@ def _tokens(text: str) -> _Toks:
     text = re.sub(r"\b(?:at most|up to a maximum of)\b", "a maximum of", text, flags=re.IGNORECASE)
     text = re.sub(r"\byounger than\b", "under", text, flags=re.IGNORECASE)
     text = re.sub(r"\bolder than\b", "above", text, flags=re.IGNORECASE)
+    text = _MUST.sub("must", text)
     text = _FREE.sub("free", text)
     text = _BOUND.sub(lambda m: _BOUNDS[m.group(1).lower()], text)
     text = re.sub(r"\bhalf[- ](year|day|hour)s?\b", r"half\1", text, flags=re.IGNORECASE)
@@ -795,6 +797,9 @@ def _tokens(text: str) -> _Toks:
         else:
             low = raw.lower().replace("’", "'")
             base = low[:-2] if low.endswith("'s") else low
+            head, _, tail = base.partition("'")
+            if tail in ("ll", "re", "ve", "d", "m") and head in _STOPWORDS:
+                base = head  # "you'll", "they're": the pronoun, a stop word
             flat = base.replace("'", "")
             if flat in _NEGATIONS or base.endswith("n't"):
                 kind, key = "neg", "!neg"
@@ -1305,6 +1310,25 @@ def _negation_ok(sentence: str, view: _ClaimView, passages: Sequence[_Passage]) 
     return True
 
 
+def _listed_problem(view: _ClaimView, keys: set[str]) -> str:
+    """An item added to a list: in "in cash or by credit card" both sides of "or" must be in the
+    sources, since one new alternative is a new claim however many words the rest shares."""
+    toks = view.toks
+    for i, t in enumerate(toks):
+        if t.raw.lower() not in ("and", "or"):
+            continue
+        before = next((x for x in reversed(toks[:i]) if x.kind != "stop"), None)
+        j = next((j for j in range(i + 1, len(toks)) if toks[j].kind != "stop"), None)
+        after = toks[j] if j is not None else None
+        if before is None or after is None or before.kind != "word" or after.kind != "word":
+            continue
+        if j is not None and j + 1 < len(toks) and toks[j + 1].kind in ("stop", "neg", "num"):
+            continue  # "and needs no reservation", "and hiring the hall": a predicate, not an item
+        if _found(before.key, keys) != _found(after.key, keys):
+            return "an item the sources do not list"
+    return ""
+
+
 _RATE_WORDS = frozenset({"per", "a", "an", "each", "every"})
 
 
@@ -1452,7 +1476,8 @@ def _verdict(sentence: str, passages: list[_Passage], threshold: float) -> Verdi
     if any(c not in compounds for c in view.name_compounds):
         return Verdict(False, "name not in the sources")
     problem = (
-        _clause_problem(sentence, view, passages)
+        _listed_problem(view, union)
+        or _clause_problem(sentence, view, passages)
         or _rate_problem(view, passages)
         or _comparison_problem(view, passages)
     )

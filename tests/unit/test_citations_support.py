@@ -61,8 +61,8 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     reason="issue 14's 5% target is not met on rows the check was not tuned on: a lexical check "
     "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
-    "manager' where HR is named); on the two sets written blind it removes 25% and 40% of the "
-    "supported sentences and keeps 20% and 20% of the unsupported ones; see bench_support.py "
+    "manager' where HR is named); on the two sets written blind it removes 17% and 38% of the "
+    "supported sentences and keeps 20% and 18% of the unsupported ones; see bench_support.py "
     "--errors. Remove this mark when it is met",
 )
 def test_rates_on_all_rows_meet_the_5_percent_target() -> None:
@@ -263,3 +263,27 @@ FERRY = finding(
 )
 def test_one_side_of_a_limit_is_not_the_number_itself(sentence: str, supported: bool) -> None:
     assert supports(sentence, [FERRY]) is supported
+
+
+DESK = finding(
+    "knowledge_base",
+    "desk",
+    "Vehicles must check in at least 45 minutes before departure. Day passes cost EUR 25, "
+    "including coffee, tea and Wi-Fi. A refundable deposit of EUR 100 is taken on a credit card.",
+    title="Desk rules",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        # "you'll", "you're" are pronouns; "need to" is "must"
+        ("If you're driving, you'll need to check in at least 45 minutes before departure.", True),
+        # an item added to a list is a claim of its own
+        ("Day passes cost EUR 25 and include coffee, tea, Wi-Fi and lunch.", False),
+        ("Day passes cost EUR 25 and include coffee, tea and Wi-Fi.", True),
+        ("The EUR 100 deposit can be paid in cash or by credit card.", False),
+    ],
+)
+def test_pronoun_contractions_obligations_and_listed_items(sentence: str, supported: bool) -> None:
+    assert supports(sentence, [DESK]) is supported
