@@ -19,7 +19,8 @@ same way by a writer who saw neither the check nor any row: first measured at 27
 removal and 15/50 = 30.0% false keep, then read for general defects (times and periods written
 differently, a negation in another clause, "unless", ceilings and waivers said with a negation, what a number is counted per, the sides of
 a comparison, a second predicate joined by "and", one side of a limit: "under 4", pronoun contractions,
-"need to" as "must", an item added to a list). "all" is the first three sets.
+"need to" as "must", an item added to a list, "Monday to Friday" as weekdays, opening hours
+and ranges of weeks written differently). "all" is the first three sets.
 
 The script prints, per set, the false-removal rate (supported sentences the check removes) and
 the false-keep rate (unsupported sentences it keeps). `--tune` sweeps the threshold on the tune

@@ -428,6 +428,23 @@ _FREE = re.compile(
 )
 """Ways of saying "free": one word, so "free of charge" does not mention a charge, and "you don't
 pay the fee" is no negation the sources lack when they say it is waived."""
+_MON_FRI = re.compile(
+    r"\b(?:on\s+)?(?:from\s+)?mon(?:day)?\.?\s*(?:to|through|until|till|-|–)\s*fri(?:day)?\b\.?",
+    re.IGNORECASE,
+)
+""""Monday to Friday" is "on weekdays"."""
+_CLOCK_TIME = r"\d{1,2}:\d{2}(?:\s*[ap]m)?"
+_OPEN_CLOSE = re.compile(
+    rf"\bopens?\s+(?:at\s+)?(?P<a>{_CLOCK_TIME})(?:\s+in\s+the\s+morning)?,?\s+and\s+closes?\s+"
+    rf"(?:at\s+)?(?P<b>{_CLOCK_TIME})",
+    re.IGNORECASE,
+)
+""""Opens at 06:30 and closes at 21:00" is "open from 06:30 to 21:00"."""
+_BETWEEN = re.compile(rf"\bbetween\s+(?P<a>{_CLOCK_TIME})\s+and\s+(?P<b>{_CLOCK_TIME})", re.IGNORECASE)
+_CLOCK_RANGE = re.compile(
+    rf"(?:\bfrom\s+)?\b(?P<a>{_CLOCK_TIME})\s*(?:to|until|till|-|–)\s*(?P<b>{_CLOCK_TIME})\b",
+    re.IGNORECASE,
+)
 _MUST = re.compile(r"\b(?:needs? to|ha(?:ve|s) to|(?:is|are) required to)\b", re.IGNORECASE)
 """An obligation is one stop word however it is said ("you need to check in" is "you must")."""
 _MAXIMUM = re.compile(
@@ -695,6 +712,10 @@ _PERIOD = re.compile(
     rf"\b(\d+(?:\.\d+)?|{_NUMBER_WORD}|a|an)\s+(weeks?|fortnights?|years?|hours?)\b(?!\s+and\s+a\s+half)",
     re.IGNORECASE,
 )
+_PERIOD_RANGE = re.compile(
+    rf"\b(\d+|{_NUMBER_WORD})\s*(?:-|–|to)\s*(\d+|{_NUMBER_WORD})\s+(weeks?|fortnights?|years?)\b",
+    re.IGNORECASE,
+)
 _PERIOD_AFTER = re.compile(
     r"\b(for|within|after|to|than|in|over|about|around|of|lasts?|takes?)\s*$", re.IGNORECASE
 )
@@ -735,9 +756,16 @@ def _same_quantities(text: str) -> str:
             return f"{format((n * 12).normalize(), 'f')} months"
         return f"{format((n * 60).normalize(), 'f')} minutes"
 
+    def period_range(m: re.Match[str]) -> str:
+        unit = m.group(3).lower().rstrip("s")
+        factor, name = (_IN_DAYS[unit], "days") if unit in _IN_DAYS else (12, "months")
+        low, high = (format((_quantity(g) * factor).normalize(), "f") for g in m.group(1, 2))
+        return f"{low} to {high} {name}"
+
     text = _CLOCK.sub(clock, text)
     text = _NOON.sub("12:00", text)
     text = _HALF.sub(half, text)
+    text = _PERIOD_RANGE.sub(period_range, text)
     return _PERIOD.sub(period, text)
 
 
@@ -759,6 +787,11 @@ def _tokens(text: str) -> _Toks:
     text = _BOUND.sub(lambda m: _BOUNDS[m.group(1).lower()], text)
     text = re.sub(r"\bhalf[- ](year|day|hour)s?\b", r"half\1", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:working|business|week)[- ]?days?\b", "weekdays", text, flags=re.IGNORECASE)
+    text = _MON_FRI.sub("on weekdays", text)
+    text = _OPEN_CLOSE.sub(r"open from \g<a> to \g<b>", text)
+    text = _BETWEEN.sub(r"from \g<a> to \g<b>", text)
+    # the end of an opening time is when it closes: "closes at 9 pm" of "open from 06:30 to 21:00"
+    text = _CLOCK_RANGE.sub(r"from \g<a> to close \g<b>", text)
     compounds = {
         m.start(): m.group(0).lower()
         for m in re.finditer(r"[^\W_]+(?:-[^\W_]+)+", text)
@@ -814,7 +847,8 @@ def _tokens(text: str) -> _Toks:
             elif base in _NUMBER_WORDS and (
                 base != "once" or _next_word(text, m.end()) not in _ONCE_CLAUSE
             ):  # "once a year", "resit it once in August", but not "once they have passed"
-                kind, key = "num", f"={_NUMBER_WORDS[base]}"
+                side = _LIMIT_SIDES.get(prev_word, "")  # "under six" is "under 6"
+                kind, key = "num", f"={side}{_NUMBER_WORDS[base]}"
             elif base in _ORDINALS:
                 kind, key = "ord", f"^{_ORDINALS[base]}"
             elif base in _ABSOLUTES and not (

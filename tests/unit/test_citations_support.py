@@ -61,7 +61,7 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     reason="issue 14's 5% target is not met on rows the check was not tuned on: a lexical check "
     "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
-    "manager' where HR is named); on the two sets written blind it removes 17% and 38% of the "
+    "manager' where HR is named); on the two sets written blind it removes 17% and 34% of the "
     "supported sentences and keeps 20% and 18% of the unsupported ones; see bench_support.py "
     "--errors. Remove this mark when it is met",
 )
@@ -287,3 +287,27 @@ DESK = finding(
 )
 def test_pronoun_contractions_obligations_and_listed_items(sentence: str, supported: bool) -> None:
     assert supports(sentence, [DESK]) is supported
+
+
+POOL = finding(
+    "knowledge_base",
+    "pool-hours",
+    "Riverside Pool is open Monday to Friday from 06:30 to 21:00 and on weekends from 08:00 to "
+    "18:00. The vaccination course covers two injections given 3 to 4 weeks apart.",
+    title="Riverside Pool",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        ("On weekdays the pool opens at 6:30 and closes at 9 pm.", True),
+        ("On weekdays the pool closes at 9 pm.", True),
+        ("On weekdays the pool closes at 10 pm.", False),
+        ("On weekdays the pool opens at 6:30 and closes at 22:00.", False),
+        ("The two injections are given three to four weeks apart.", True),
+        ("The two injections are given three to four months apart.", False),
+    ],
+)
+def test_opening_hours_weekdays_and_ranges_written_differently(sentence: str, supported: bool) -> None:
+    assert supports(sentence, [POOL]) is supported
