@@ -20,7 +20,11 @@ removal and 15/50 = 30.0% false keep, then read for general defects (times and p
 differently, a negation in another clause, "unless", ceilings and waivers said with a negation, what a number is counted per, the sides of
 a comparison, a second predicate joined by "and", one side of a limit: "under 4", pronoun contractions,
 "need to" as "must", an item added to a list, "Monday to Friday" as weekdays, opening hours
-and ranges of weeks written differently). "all" is the first three sets.
+and ranges of weeks written differently).
+tests/data/support_blind3.jsonl, "blind3" (100 rows, 25 passages in other domains), was written
+the same way after those fixes and measured once with the check frozen: 28/50 = 56.0% false
+removal, 20/50 = 40.0% false keep (the check as it was before the blind2 fixes: 70.0% and 42.0%).
+It is not to be read for fixes: it is the honest number. "all" is the first three sets.
 
 The script prints, per set, the false-removal rate (supported sentences the check removes) and
 the false-keep rate (unsupported sentences it keeps). `--tune` sweeps the threshold on the tune
@@ -49,7 +53,8 @@ GRID = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 
 BLIND = DATA.with_name("support_fresh.jsonl")
 BLIND2 = DATA.with_name("support_blind2.jsonl")
-BLIND_SETS = ("blind", "blind2")
+BLIND3 = DATA.with_name("support_blind3.jsonl")
+BLIND_SETS = ("blind", "blind2", "blind3")
 
 
 def load(path: Path = DATA) -> list[dict[str, Any]]:
@@ -58,10 +63,10 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 
 def load_blind() -> list[dict[str, Any]]:
-    """The blind sets' rows, marked set "blind" and "blind2" (none where a file is not there)."""
+    """The blind sets' rows, marked with their set's name (none where a file is not there)."""
     return [
         {**row, "set": name}
-        for name, path in zip(BLIND_SETS, (BLIND, BLIND2), strict=True)
+        for name, path in zip(BLIND_SETS, (BLIND, BLIND2, BLIND3), strict=True)
         if path.exists()
         for row in load(path)
     ]
