@@ -12,27 +12,45 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-AnswerType = Literal["amount", "duration", "date", "number", "phone", "person", "place"]
+AnswerType = Literal[
+    "amount", "duration", "frequency", "date", "number", "phone", "person", "place"
+]
 
 _Q = re.IGNORECASE
-_RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
-    ("phone", re.compile(r"\b(phone|telephone|hotline|call|number to ring|dial|extension)\b", _Q)),
-    ("amount", re.compile(
-        r"\b(how much|cost|costs|price|prices|fee|fees|charge|charged|charges|fine|fines|pay|"
-        r"rate|tariff|reimburs\w*|allowance|refund|deposit|budget|limit|cap)\b", _Q)),
+_QUESTION_FORMS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
+    # The question's own form says what it asks for; checked first, so that a topic word
+    # ("pay", "phone") does not override "how many days" or "how often".
+    ("phone", re.compile(
+        r"\b((tele)?phone|fax|contact|emergency|helpline) number\b|\bhotline\b|\bhelpline\b|"
+        r"\bextension\b|\bnumber (to|should \w+|do \w+|can \w+) (call|ring|dial|phone)\b|"
+        r"\b(what|which)('s| is)? (the )?number\b.{0,30}\b(call|ring|dial|phone|text)\b|"
+        r"\bwho (do|should|can|must) (i|we|you) (call|ring|phone)\b", _Q)),
+    ("frequency", re.compile(r"\bhow often\b|\bhow many times (a|an|per|each)\b", _Q)),
     ("duration", re.compile(
-        r"\b(how long|for how many (days|weeks|months|years|hours|minutes)|how many (days|weeks"
-        r"|months|years|hours|minutes)|how soon|how quickly|how fast|within what time|period)\b",
-        _Q)),
-    ("date", re.compile(
-        r"\b(when|what (year|date|day|time|month|century|decade)|which (year|date|day|month"
-        r"|century|decade)|in what year|what hours?|opening hours|open until|close|closes)\b",
-        _Q)),
+        r"\b(how long|for how many|how many (seconds|minutes|hours|days|weeks|"
+        r"months|years)|how much time|how soon|how quickly|how fast|within what time)\b", _Q)),
+    ("amount", re.compile(r"\bhow much\b", _Q)),
     ("number", re.compile(
-        r"\b(how many|how old|how far|how large|how big|how tall|how high|how often|what "
-        r"(percentage|percent|number|amount|size|age|share|proportion)|how much)\b", _Q)),
-    ("person", re.compile(r"^\s*(who|whom|whose)\b|\b(who (is|was|were|did|do))\b", _Q)),
-    ("place", re.compile(r"^\s*where\b|\bin which (city|country|state|region|place|town)\b", _Q)),
+        r"\b(how many|how old|how far|how large|how big|how tall|how high|what (percentage|"
+        r"percent|number|size|age|share|proportion))\b", _Q)),
+    ("date", re.compile(
+        r"^\W*when\b|\bwhen\W*$|\bwhen (is|are|was|were|do|does|did|will|can|could|should|must|would)\b|"
+        r"\b(what|which) (year|date|day|days|time|month|century|decade)\b|\bin what year\b|"
+        r"\bwhat hours?\b|\bopening hours\b|\bopen until\b|\bdeadline\b", _Q)),
+    ("person", re.compile(
+        r"(^|[,;:]\s*)\W*(who|whom|whose)\b", _Q)),
+    ("place", re.compile(
+        r"^\W*where\b|\bwhere (is|are|was|were|can|do|does|should|must)\b|"
+        r"\bin which (city|country|state|region|place|town)\b", _Q)),
+)
+_TOPIC_WORDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
+    # Where the form does not say ("What's the fee for ...?", "Is there a charge ...?"), words
+    # that name an amount do; "pay" does not ("Can customers pay by card?").
+    ("amount", re.compile(
+        r"\b(cost|costs|price|prices|fee|fees|charge|charged|charges|fine|fines|rate|tariff|"
+        r"reimburs\w*|allowance|refund\w*|deposit|budget)\b", _Q)),
+    ("date", re.compile(r"\b(close|closes|closing time)\b", _Q)),
+    ("amount", re.compile(r"\b(have to|need to|must|should) pay\b|\bpay (for|to)\b", _Q)),
 )
 
 _DIGIT = re.compile(r"\d")
@@ -42,11 +60,16 @@ _NUMBER_WORD = re.compile(
     r"third|fourth|fifth|single|double)\b", _Q)
 _MONTH_DAY = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekday|weekend|noon|midnight|"
+    r"(mon|tues|wednes|thurs|fri|satur|sun|week)days?|weekends?|noon|midnight|"
     r"daily|weekly|monthly|annually|yearly|century|today|tomorrow)\b", _Q)
 _UNIT = re.compile(
     r"\b(second|minute|hour|day|week|month|year|decade|century)s?\b|\b\d+\s*-?\s*(h|min|d)\b",
     _Q)
+_A_UNIT = re.compile(
+    r"\b(a|an|one|half an?) (second|minute|hour|day|week|fortnight|month|year|decade)\b", _Q)
+_EVERY = re.compile(
+    r"\b(daily|weekly|fortnightly|monthly|quarterly|annually|yearly|hourly|every|each (day|week|"
+    r"month|year)|once|twice|times (a|an|per|each))\b", _Q)
 _MONEY = re.compile(
     r"(€|\$|£|¥|\b(eur|euro|euros|usd|dollars?|pounds?|cents?|gbp|chf|yen)\b|\bfree\b|"
     r"\bno (charge|fee|cost)\b|\bfree of charge\b)", _Q)
@@ -55,9 +78,10 @@ _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
 
 def asked_type(question: str) -> AnswerType | None:
     """The kind of answer the question asks for, or None when its form does not say."""
-    for kind, pattern in _RULES:
-        if pattern.search(question):
-            return kind
+    for rules in (_QUESTION_FORMS, _TOPIC_WORDS):
+        for kind, pattern in rules:
+            if pattern.search(question):
+                return kind
     return None
 
 
@@ -70,8 +94,11 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
         return len(re.findall(r"\d", sentence)) >= 3
     if kind == "amount":
         return number or bool(_MONEY.search(sentence))
+    duration = (number and bool(_UNIT.search(sentence))) or bool(_A_UNIT.search(sentence))
     if kind == "duration":
-        return (number and bool(_UNIT.search(sentence))) or bool(_MONTH_DAY.search(sentence))
+        return duration
+    if kind == "frequency":
+        return duration or bool(_EVERY.search(sentence))
     if kind == "date":
         return number or bool(_MONTH_DAY.search(sentence))
     if kind == "number":

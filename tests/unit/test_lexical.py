@@ -73,6 +73,19 @@ def test_names_missing_from_the_passage() -> None:
         ("Who wrote the contract?", "person"),
         ("Where is the nearest branch?", "place"),
         ("Can I bring my dog into the library?", None),
+        # the question's form wins over a topic word in it
+        ("How many days do I have to pay once the bill is issued?", "duration"),
+        ("How often will I get a water bill?", "frequency"),
+        ("the printer is jammed, who do I ring?", "phone"),
+        ("How many receipts can I scan in one go on my phone?", "number"),
+        ("If I call off a room booking the day before, is it refunded?", "amount"),
+        # "pay" names an amount only as something owed
+        ("Do I have to pay to get a copy of my medical file?", "amount"),
+        ("Can customers pay me by card straight from the invoice?", None),
+        # a relative "who" is not a question about a person
+        ("Do people who can only look at things cost me a seat?", "amount"),
+        ("A copy of the charter appeared when?", "date"),
+        ("What is the number of plant species?", None),
     ],
 )
 def test_asked_type(question: str, kind: str | None) -> None:
@@ -88,6 +101,15 @@ def test_holds_type() -> None:
     assert holds_type("phone", "Call 0800 123 456 day and night.")
     assert not holds_type("phone", "Call the hotline day and night.")
     assert holds_type(None, "anything")
+    # "monthly" is how often, not how long; a count with a unit is both
+    monthly = "Monthly subscriptions are not refunded for the month already started."
+    assert not holds_type("duration", monthly)
+    assert holds_type("frequency", monthly)
+    assert holds_type("duration", "Refunds usually take 5 to 10 business days to arrive.")
+    assert holds_type("duration", "Boil the water for a minute before use.")
+    assert holds_type("frequency", "The meter is read once a year.")
+    assert not holds_type("frequency", "The meter is read by a technician.")
+    assert holds_type("date", "Sprinklers may be used on Tuesdays and Saturdays.")
 
 
 def test_terms_are_what_relevance_counts() -> None:
