@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from grounded_agent.schemas import Citation, Finding
-from grounded_agent.text import answer_units, looks_like_instruction, stem
+from grounded_agent.text import SENTENCE_END, answer_units, looks_like_instruction, stem
 
 MARKER = re.compile(
     r"\[\s*\^?\s*(?:sources?\s*:?\s*)?"
@@ -106,7 +106,6 @@ _REF_INLINE = re.compile(
     re.IGNORECASE,
 )
 _REF_ENTRY = re.compile(r"^\s*(?:[-*•+]\s*)?(?P<marks>(?:\[[^\]]{1,40}\]\s*)+)[:.\-–—)]?\s*(?P<rest>.*)$")
-_BOUNDARY = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)]))\s+(?=[\"'“‘(]?[A-Z0-9])")
 _CLOSES = re.compile(r"[.!?][\"'”’)\]]*\s*$")
 _ABBREVIATIONS = frozenset({
     "st", "mt", "dr", "mr", "mrs", "ms", "jr", "sr", "prof", "rev", "co", "corp", "inc", "ltd",
@@ -191,11 +190,14 @@ class _State:
     rejected: list[str] = field(default_factory=list)
     closed: bool = False
     """Markers came right after a full stop: the sentence ends after them."""
+    colon: bool = False
+    """Markers came right after a colon: a capitalised word after them starts a new sentence
+    ("... to report: [1] For billing ..."), anything else goes on ("Hotline: [1] 0800 ...")."""
 
     def flush(self, claims: list[Claim]) -> None:
         if self.text.strip() or self.marks or self.rejected:
             claims.append(Claim(self.text.strip(), self.marks, self.rejected))
-        self.text, self.marks, self.rejected, self.closed = "", [], [], False
+        self.text, self.marks, self.rejected, self.closed, self.colon = "", [], [], False, False
 
 
 def _split_line(line: str) -> list[Claim]:
@@ -211,6 +213,8 @@ def _split_line(line: str) -> list[Claim]:
         _add_text(line[pos : m.start()], claims, st)
         if st.text.strip() and _CLOSES.search(st.text):
             st.closed = True
+        elif st.text.rstrip().endswith(":"):
+            st.colon = True
         numbers, bad = marker_numbers(m.group(1))
         st.marks.extend(numbers)
         st.rejected.extend(bad)
@@ -224,6 +228,10 @@ def _add_text(chunk: str, claims: list[Claim], st: _State) -> None:
     """Adds the text between markers: ends a sentence a marker closed, then splits at full stops."""
     if not chunk:
         return
+    if st.colon and not st.closed:
+        st.colon = False
+        if re.match(r"\s+[A-Z][a-z]", chunk):
+            st.flush(claims)
     if st.closed:
         if not chunk.strip():
             st.text += chunk
@@ -233,7 +241,7 @@ def _add_text(chunk: str, claims: list[Claim], st: _State) -> None:
         else:
             st.flush(claims)
     merged: list[str] = []
-    for piece in _BOUNDARY.split(st.text + chunk):
+    for piece in SENTENCE_END.split(st.text + chunk):
         if merged and _ends_with_abbreviation(merged[-1]):
             merged[-1] = f"{merged[-1]} {piece}"
         else:
@@ -1411,21 +1419,33 @@ def _rate_problem(view: _ClaimView, passages: Sequence[_Passage]) -> str:
 def _compared(toks: _Toks) -> list[tuple[str, set[str], set[str]]]:
     """Each "A ... more than B" of a text: (the comparative, A's words, B's words). A bound ("more
     than 3 hours") compares nothing."""
-    out = []
+    out: list[tuple[str, set[str], set[str]]] = []
+    before: set[str] = set()
     for i, t in enumerate(toks):
         if t.raw.lower() != "than" or i == 0 or i + 1 >= len(toks) or toks[i + 1].kind == "num":
             continue
-        start = max((j + 1 for j in range(i) if toks[j].raw.lower() in ("than",)), default=0)
-        left = {x.key for x in toks[start : i - 1] if x.kind == "word"}
+        # the subject may be shared ("A is more X than B and less Y than C"); the side after an
+        # earlier "than" is that comparison's, not this one's
+        left = {x.key for x in toks[: i - 1] if x.kind == "word"} - before
         right = {x.key for x in toks[i + 1 : i + 7] if x.kind == "word"}
-        out.append((toks[i - 1].key, left - right, right - left))
+        degree = toks[i - 2].raw.lower() if i >= 2 else ""
+        word = f"{degree} {toks[i - 1].key}" if degree in _DEGREES else toks[i - 1].key
+        out.append((word, left - right, right - left))
+        before |= right
     return out
+
+
+_DEGREES = frozenset({"more", "less", "fewer", "greater", "smaller", "higher", "lower"})
+"""'more complex than' and 'less complex than' are two comparisons, not one."""
 
 
 def _comparison_problem(view: _ClaimView, passages: Sequence[_Passage]) -> str:
     """The two sides of a comparison swapped: "the app costs more than the driver" where the
-    sources say the driver costs more than the app."""
+    sources say the driver costs more than the app. A sentence that makes several comparisons
+    ("more complex than sponges ... less complex than worms") is matched against the one of the
+    sources that shares its sides, not against every comparison with the same word."""
     for word, left, right in _compared(view.toks):
+        swapped = same_way = False
         for p in passages:
             for sentence in p.sentences:
                 for theirs, t_left, t_right in _compared(sentence):
@@ -1437,8 +1457,10 @@ def _comparison_problem(view: _ClaimView, passages: Sequence[_Passage]) -> str:
                     kept = sum(1 for k in left if _found(k, t_left)) + sum(
                         1 for k in right if _found(k, t_right)
                     )
-                    if crossed > kept:
-                        return "the sides of a comparison are swapped"
+                    swapped |= crossed > kept
+                    same_way |= kept > 0 and kept >= crossed
+        if swapped and not same_way:
+            return "the sides of a comparison are swapped"
     return ""
 
 
@@ -1472,6 +1494,33 @@ class Verdict:
     contributing: list[int] = field(default_factory=list)
 
 
+def _flat(text: str) -> str:
+    return _clean(text).rstrip(".!?\"'”’ ").lower()
+
+
+def _quoting(sentence: str, findings: Sequence[Finding]) -> list[int]:
+    """The passages the sentence quotes word for word, as one or more whole sentences of theirs.
+
+    A quote of whole sentences says what its passage says; the word-level checks below are for
+    paraphrase, and on a long quote with units and names they can fail where nothing was added."""
+    want = _flat(sentence)
+    if len(want.split()) < 3:
+        return []
+    found = []
+    for i, f in enumerate(findings):
+        units = answer_units(f.text)
+        for start in range(len(units)):
+            run = ""
+            for unit in units[start:]:
+                run = _flat(f"{run} {unit}")
+                if len(run) >= len(want):
+                    break
+            if run == want:
+                found.append(i)
+                break
+    return found
+
+
 def support_verdict(
     sentence: str, findings: Sequence[Finding], threshold: float = SUPPORT_MIN
 ) -> Verdict:
@@ -1483,6 +1532,9 @@ def support_verdict(
     sentence states the opposite of ("evening" where it says "morning") fails. Then at least
     `threshold` of the sentence's content words must be found in one or two adjacent sentences
     of one cited passage (or the best such windows of several), title and section included."""
+    quoted = _quoting(sentence, findings)
+    if quoted:
+        return Verdict(True, "quotes the passage", 1.0, quoted)
     passages = [_passage(f) for f in findings]
     words = {t.key for t in _tokens(sentence)} | {
         k for p in passages for c in p.clauses for k in c.ext

@@ -22,7 +22,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)*")
 _NUMBER = re.compile(r"^\d[\d.,:]*$")
 _VOWEL = re.compile(r"[aeiouy]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)]))\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+"""Where one sentence ends and the next begins, also after a closing quote ('... things." He').
+The sentence choice and the citation check split alike, so a quoted sentence keeps its marker."""
 
 _STOPWORDS_TEXT = """
 a about above according after again against all also am an and any are as at be because been
@@ -264,19 +266,45 @@ def looks_like_instruction(sentence: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage; headings and bullet lines count as their own sentences."""
     out: list[str] = []
-    for block in re.split(r"\n\s*\n|\n(?=\s*[-*#|]\s|\s*\|)|\n(?=\s*\d{1,3}[.)]\s)", text):
+    for block in re.split(r"\n\s*\n|\n(?=\s*[-*#|]\s|\s*\|)|\n(?=\s*\d{1,3}[.)]\s)", _join_wrapped(text)):
         # a list item's own number ("1. Open ...") is no sentence of its own
         block = _BULLET.sub("", " ".join(block.split()))
         if not block:
             continue
         merged: list[str] = []
-        for piece in (s.strip() for s in _SENTENCE_END.split(block) if s.strip()):
+        for piece in (s.strip() for s in SENTENCE_END.split(block) if s.strip()):
             if merged and _ends_with_abbreviation(merged[-1]):
                 merged[-1] = f"{merged[-1]} {piece}"
             else:
                 merged.append(piece)
         out.extend(merged)
     return out
+
+
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s")
+
+
+def _join_wrapped(text: str) -> str:
+    """Joins a line that only looks like a numbered item ("(O\n2) can be toxic") to the line it
+    continues: an item follows a blank line, a line ending a sentence or clause, or another item;
+    an item numbered 1 always starts a list."""
+    lines = text.split("\n")
+    out = lines[:1]
+    for line in lines[1:]:
+        prev = out[-1].rstrip()
+        if (
+            _NUMBERED.match(line)
+            and not line.lstrip().startswith(("1.", "1)"))
+            and prev
+            and prev[-1] not in ".!?:;)\"'”’"
+            and not _NUMBERED.match(prev)
+            and not _BULLET.match(prev)
+            and not prev.lstrip().startswith(("#", "|"))
+        ):
+            out[-1] = f"{out[-1]} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 _ABBREVIATIONS = frozenset({

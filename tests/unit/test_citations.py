@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from grounded_agent.citations import MARKER, attach_markers, check_answer, split_claims
+from grounded_agent.citations import (
+    MARKER,
+    attach_markers,
+    check_answer,
+    split_claims,
+    support_verdict,
+)
 from tests.fakes import finding
 
 LOANS = finding(
@@ -249,3 +255,90 @@ def test_marker_pattern_reads_groups() -> None:
 def test_attach_markers_goes_before_the_final_punctuation() -> None:
     assert attach_markers("Loans last 21 days.", "[1][2]") == "Loans last 21 days [1][2]."
     assert attach_markers("Loans last 21 days", "[1]") == "Loans last 21 days [1]"
+
+
+QUOTES = finding(
+    source_id="names",
+    title="Early settlers",
+    text='Johnson was known to the Iroquois as Warraghiggey, meaning "He who does great things." '
+    "He spoke their languages. The river carries nearly 1,000 m3/s (35,000 cu ft/s) of water "
+    "in spring.\nOxygen gas (O\n2) can be toxic at high partial pressures.",
+)
+
+
+def test_a_sentence_ending_in_a_quote_keeps_its_marker() -> None:
+    """The check splits after '." He' as the sentence choice does, so the quote stays cited."""
+    from grounded_agent.extractive import extractive_draft
+
+    draft = extractive_draft("What was Johnson's Iroquois name?", [QUOTES])
+    checked = check_answer(draft, [QUOTES])
+    assert "Warraghiggey" in checked.text
+    assert checked.citations and checked.citations[0].source_id == "names"
+    assert not checked.unsupported
+
+
+def test_a_word_for_word_quote_with_units_is_supported_and_a_changed_number_is_not() -> None:
+    quote = "The river carries nearly 1,000 m3/s (35,000 cu ft/s) of water in spring"
+    assert check_answer(f"{quote} [1].", [QUOTES]).text == f"{quote} [1]."
+    assert support_verdict(quote, [QUOTES]).reason == "quotes the passage"
+    changed = quote.replace("1,000", "2,000")
+    assert check_answer(f"{changed} [1].", [QUOTES]).text == ""
+    # half a sentence is no quote: it goes through the word-level check
+    assert support_verdict("He who does great things", [QUOTES]).reason != "quotes the passage"
+
+
+def test_a_line_that_only_looks_like_a_numbered_item_continues_its_sentence() -> None:
+    from grounded_agent.text import split_sentences
+
+    assert "Oxygen gas (O 2) can be toxic at high partial pressures." in split_sentences(QUOTES.text)
+    assert split_sentences("Steps:\n1. Open the lid\n2. Press start") == [
+        "Steps:", "Open the lid", "Press start",
+    ]
+    assert split_sentences("To do\n1) Open the lid\n2) Press start") == [
+        "To do", "Open the lid", "Press start",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("draft", "claims"),
+    [
+        pytest.param(
+            "Call the hotline to report: [1] For billing call us [1].",
+            [("Call the hotline to report:", [1]), ("For billing call us .", [1])],
+            id="capital-after-colon-marker-starts-a-sentence",
+        ),
+        pytest.param(
+            "Hotline: [1] 0800 200 999 [1].",
+            [("Hotline:  0800 200 999 .", [1, 1])],
+            id="number-after-colon-marker-goes-on",
+        ),
+    ],
+)
+def test_a_marker_after_a_colon(draft: str, claims: list[tuple[str, list[int]]]) -> None:
+    got, _ = split_claims(draft, [QUOTES])
+    assert [(c.text, c.markers) for c in got] == claims
+
+
+PHYLA = finding(
+    source_id="phyla",
+    title="Ctenophores",
+    text="Ctenophores form an animal phylum that is more complex than sponges, about as complex "
+    "as cnidarians (jellyfish, sea anemones, etc.), and less complex than bilaterians.",
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "supported"),
+    [
+        ("Ctenophores are more complex than sponges and less complex than bilaterians", True),
+        ("Ctenophores are less complex than bilaterians", True),
+        ("Sponges are more complex than ctenophores", False),
+        ("Bilaterians are less complex than ctenophores", False),
+    ],
+)
+def test_a_sentence_with_two_comparisons_is_read_one_comparison_at_a_time(
+    sentence: str, supported: bool
+) -> None:
+    """Before, 'less complex than bilaterians' was matched against 'more complex than sponges'
+    and every quote of such a sentence was removed as swapped."""
+    assert support_verdict(sentence, [PHYLA]).supported is supported
