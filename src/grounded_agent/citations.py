@@ -1532,9 +1532,6 @@ def support_verdict(
     sentence states the opposite of ("evening" where it says "morning") fails. Then at least
     `threshold` of the sentence's content words must be found in one or two adjacent sentences
     of one cited passage (or the best such windows of several), title and section included."""
-    quoted = _quoting(sentence, findings)
-    if quoted:
-        return Verdict(True, "quotes the passage", 1.0, quoted)
     passages = [_passage(f) for f in findings]
     words = {t.key for t in _tokens(sentence)} | {
         k for p in passages for c in p.clauses for k in c.ext
@@ -1542,9 +1539,14 @@ def support_verdict(
     words |= {part for w in list(words) for part in w.split("@")}
     token = _VOCABULARY.set(_Vocabulary(words))
     try:
-        return _verdict(sentence, passages, threshold)
+        verdict = _verdict(sentence, passages, threshold)
     finally:
         _VOCABULARY.reset(token)
+    if not verdict.supported:
+        quoted = _quoting(sentence, findings)
+        if quoted:
+            return Verdict(True, "quotes the passage", 1.0, quoted)
+    return verdict
 
 
 def _verdict(sentence: str, passages: list[_Passage], threshold: float) -> Verdict:
