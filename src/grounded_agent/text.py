@@ -297,8 +297,7 @@ def _join_wrapped(text: str) -> str:
             and not line.lstrip().startswith(("1.", "1)"))
             and prev
             and prev[-1] not in ".!?:;)\"'”’"
-            and not _NUMBERED.match(prev)
-            and not _BULLET.match(prev)
+            and not _BULLET.match(prev)  # an item, numbered or not
             and not prev.lstrip().startswith(("#", "|"))
         ):
             out[-1] = f"{out[-1]} {line.strip()}"
