@@ -239,8 +239,30 @@ def run_eval(args: argparse.Namespace) -> int:
         verdict = render_verdict(results)
         if verdict:
             print(verdict)
+        if not single:
+            from evals.report import render_bands_table
+
+            bands = render_bands_table(results)
+            if bands:
+                print(f"\n{bands}")
+    if not single and not args.no_plots:
+        _write_overlay(results, report_dir)
+    if not args.json:
         print(f"\nreport: {report_dir}")
     return 1 if failures else 0
+
+
+def _write_overlay(results: dict[str, dict[str, Any]], report_dir: Path) -> None:
+    """reliability.png in the report root: every KB's reliability curve in one plot."""
+    from evals.plots import RELIABILITY_BANDS, write_reliability_overlay
+
+    curves = {k: r["reliability"] for k, r in results.items() if r.get("reliability")}
+    meta = next(iter(results.values())).get("meta", {})
+    cuts = (meta.get("low_threshold"), meta.get("found_threshold"))
+    thresholds = RELIABILITY_BANDS if None in cuts else cuts
+    path = write_reliability_overlay(curves, report_dir / "reliability.png", thresholds)
+    if path is not None:
+        print(f"reliability per knowledge base: {path}", file=sys.stderr)
 
 
 def render_single(result: dict[str, Any]) -> str:

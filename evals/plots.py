@@ -3,7 +3,7 @@ the reliability of the relevance score."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,10 @@ from evals.grading import OUTCOMES, Graded
 
 COLOURS = {"correct": "#2e7d32", "abstained": "#9e9e9e", "wrong": "#ef6c00", "hallucinated": "#c62828"}
 RELIABILITY_BINS = 10
+RELIABILITY_BANDS = (0.55, 0.75)
+"""The graph's own cut-offs (Context's low and found thresholds): the bands the decisions read."""
+MIN_BIN = 5
+"""Fewest questions a bin needs to be drawn in the overlay of several knowledge bases."""
 
 
 def reliability_bins(
@@ -26,19 +30,35 @@ def reliability_bins(
     `points`: (best relevance or None when the search failed, answerable and gold in top k,
     answerable and gold top-1) per question; questions without a score are left out.
     """
-    bins: list[dict[str, Any]] = []
+    return _binned(points, [i / n_bins for i in range(n_bins + 1)], "{:.1f}-{:.1f}")
+
+
+def reliability_bands(
+    points: Sequence[tuple[float | None, bool, bool]], edges: Sequence[float] = RELIABILITY_BANDS
+) -> list[dict[str, Any]]:
+    """`reliability_bins` over the bands the graph decides by (below 0.55, between, 0.75 and
+    above): too few questions fill a tenth of the scale on a small KB to compare KBs bin by bin."""
+    return _binned(points, [0.0, *edges, 1.0], "{:g}-{:g}")
+
+
+def _binned(
+    points: Sequence[tuple[float | None, bool, bool]], edges: Sequence[float], label: str
+) -> list[dict[str, Any]]:
+    n_bins = len(edges) - 1
     counts = [[0, 0, 0] for _ in range(n_bins)]
     for score, retrieved, top1 in points:
         if score is None:
             continue
-        i = min(n_bins - 1, max(0, int(score * n_bins)))
+        i = next((j for j in range(n_bins - 1) if score < edges[j + 1]), n_bins - 1)
         counts[i][0] += 1
         counts[i][1] += bool(retrieved)
         counts[i][2] += bool(top1)
+    bins: list[dict[str, Any]] = []
     for i, (n, hit, top) in enumerate(counts):
-        lo, hi = i / n_bins, (i + 1) / n_bins
+        lo, hi = edges[i], edges[i + 1]
         bins.append({
-            "bin": f"{lo:.1f}-{hi:.1f}", "lo": round(lo, 4), "hi": round(hi, 4), "n": n,
+            "bin": label.format(lo, hi),
+            "lo": round(lo, 4), "hi": round(hi, 4), "n": n,
             "share": round(hit / n, 4) if n else None,
             "share_gold_top1": round(top / n, 4) if n else None,
         })
@@ -84,6 +104,46 @@ def write_reliability_plot(
     axn.bar(mids, [b["n"] for b in bins], width=width, color="#9e9e9e")
     axn.set_ylabel("questions")
     axn.set_xlabel("best calibrated relevance of the top-k search")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_reliability_overlay(
+    curves: Mapping[str, Sequence[dict[str, Any]]], path: Path, thresholds: Sequence[float] = (),
+) -> Path | None:
+    """One reliability curve per knowledge base in one plot: a relevance score that means the
+    same everywhere draws the same curve for every KB. Bins with fewer than `MIN_BIN` questions
+    are left out (one question is 0% or 100%); None without matplotlib or without two curves."""
+    drawn = {
+        name: [((b["lo"] + b["hi"]) / 2, b["share"]) for b in bins
+               if b["n"] >= MIN_BIN and b["share"] is not None]
+        for name, bins in curves.items()
+    }
+    drawn = {name: pts for name, pts in drawn.items() if pts}
+    if len(drawn) < 2:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    ax.plot([0, 1], [0, 1], color="#bdbdbd", linestyle=":", label="identity")
+    for name, pts in drawn.items():
+        ax.plot([m for m, _ in pts], [v for _, v in pts], marker="o", markersize=4, label=name)
+    for t in thresholds:
+        ax.axvline(t, color="#c62828", linestyle="--", linewidth=0.8)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("best calibrated relevance of the top-k search")
+    ax.set_ylabel("share answerable, gold document in top k")
+    ax.set_title(f"Relevance reliability per knowledge base (bins of {MIN_BIN}+ questions)")
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

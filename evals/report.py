@@ -48,7 +48,7 @@ def build_report(
 ) -> dict[str, Any]:
     """Metrics per system (by kind, by note, pooled, credited), retrieval, the full graph's
     targets and failure breakdown, and (given `best_scores`) the reliability bins."""
-    from evals.plots import reliability_bins
+    from evals.plots import reliability_bands, reliability_bins
 
     systems = [s for s in SYSTEMS if any(r.system == s for r in rows)]
     metrics = {s: system_metrics([r for r in rows if r.system == s]) for s in systems}
@@ -65,6 +65,11 @@ def build_report(
             rank = gold_ranks.get(qid) if kinds[qid] == "answerable" else None
             points.append((best_scores.get(qid), rank is not None, rank == 1))
         report["reliability"] = reliability_bins(points)
+        low, found = meta.get("low_threshold"), meta.get("found_threshold")
+        report["reliability_bands"] = (  # the run's own cut-offs where it names them
+            reliability_bands(points, (float(low), float(found)))
+            if low is not None and found is not None else reliability_bands(points)
+        )
     if "full_graph" in metrics and "thresholds_only" in metrics:
         report["criterion"] = criterion(metrics)
     if "full_graph" in metrics:
@@ -216,20 +221,43 @@ def summarise_seeds(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
             for r in reports
         ],
     }
-    if all("reliability" in r for r in reports):
-        pooled = []
-        for i, b in enumerate(first["reliability"]):
-            n = sum(r["reliability"][i]["n"] for r in reports)
-            hit = sum(round((r["reliability"][i]["share"] or 0) * r["reliability"][i]["n"])
-                      for r in reports)
-            top = sum(round((r["reliability"][i]["share_gold_top1"] or 0) * r["reliability"][i]["n"])
-                      for r in reports)
-            pooled.append({**b, "n": n, "share": round(hit / n, 4) if n else None,
-                           "share_gold_top1": round(top / n, 4) if n else None})
-        out["reliability"] = pooled
+    for key in ("reliability", "reliability_bands"):
+        if all(key in r for r in reports):
+            out[key] = _pooled([r[key] for r in reports])
     if "full_graph" in systems and "thresholds_only" in systems:
         out["criterion"] = criterion(systems)
     return out
+
+
+def _pooled(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Bins of several runs with the same edges, their counts added."""
+    pooled = []
+    for i, b in enumerate(runs[0]):
+        n = sum(r[i]["n"] for r in runs)
+        hit = sum(round((r[i]["share"] or 0) * r[i]["n"]) for r in runs)
+        top = sum(round((r[i]["share_gold_top1"] or 0) * r[i]["n"]) for r in runs)
+        pooled.append({**b, "n": n, "share": round(hit / n, 4) if n else None,
+                       "share_gold_top1": round(top / n, 4) if n else None})
+    return pooled
+
+
+def render_bands_table(results: Mapping[str, dict[str, Any]]) -> str:
+    """The relevance bands of every KB side by side: how many questions fall below 0.55, between
+    and at or above 0.75, and the share of them that are answerable with the gold document in the
+    top k. A calibrated score gives each band the same share on every KB. "" without bands."""
+    rows = {k: r["reliability_bands"] for k, r in results.items() if r.get("reliability_bands")}
+    if not rows:
+        return ""
+    labels = [b["bin"] for b in next(iter(rows.values()))]
+    width = max(len("knowledge base"), *(len(k) for k in rows))
+    head = f"{'knowledge base':{width}s} | " + " | ".join(f"{lab:^17s}" for lab in labels)
+    lines = ["relevance bands (best relevance of each question's search): questions, and the "
+             "share answerable with the gold document in the top k", head, "-" * len(head)]
+    for name, bands in rows.items():
+        cells = [f"{b['n']:5d} {b['share']:7.1%}   " if b["share"] is not None
+                 else f"{b['n']:5d} {'-':>7s}   " for b in bands]
+        lines.append(f"{name:{width}s} | " + " | ".join(cells))
+    return "\n".join(lines)
 
 
 def render_kb_table(report: dict[str, Any]) -> str:

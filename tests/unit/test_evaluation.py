@@ -391,6 +391,56 @@ def test_reliability_bins_in_the_report() -> None:
     assert write_reliability_plot([{**b, "n": 0} for b in bins], Path("unused.png")) is None
 
 
+def test_reliability_bands_split_at_the_graphs_cut_offs() -> None:
+    from evals.plots import reliability_bands
+
+    points = [(0.54, True, True), (0.55, True, False), (0.74, False, False),
+              (0.75, True, True), (1.0, False, False), (None, True, True)]
+    bands = reliability_bands(points)
+    assert [b["bin"] for b in bands] == ["0-0.55", "0.55-0.75", "0.75-1"]
+    assert [b["n"] for b in bands] == [1, 2, 2]  # the score without a search is left out
+    assert [b["share"] for b in bands] == [1.0, 0.5, 0.5]
+    assert bands[1]["share_gold_top1"] == 0.0
+    # a run with other cut-offs is banded by its own
+    rows = [grade(ANSWERABLE, Response("not_found"), "thresholds_only"),
+            grade(OUT_OF_KB, Response("not_found"), "thresholds_only")]
+    report = build_report(rows, {"a1": 1, "o1": None},
+                          {"low_threshold": 0.5, "found_threshold": 0.8}, {"a1": 0.79, "o1": 0.3})
+    assert [(b["bin"], b["n"], b["share"]) for b in report["reliability_bands"]] == [
+        ("0-0.5", 1, 0.0), ("0.5-0.8", 1, 1.0), ("0.8-1", 0, None)]
+
+
+def test_bands_table_puts_every_kb_side_by_side() -> None:
+    from evals.plots import reliability_bands
+    from evals.report import render_bands_table
+
+    small = reliability_bands([(0.3, True, True), (0.6, False, False), (0.9, True, True)])
+    other = reliability_bands([(0.9, True, False), (0.95, False, False)])
+    table = render_bands_table({"small_kb": {"reliability_bands": small},
+                                "other_kb": {"reliability_bands": other},
+                                "no_bands": {}})
+    lines = table.splitlines()
+    assert "0-0.55" in lines[1] and "0.75-1" in lines[1]
+    small_row = next(x for x in lines if x.startswith("small_kb"))
+    assert small_row.count("100.0%") == 2 and "0.0%" in small_row
+    other_row = next(x for x in lines if x.startswith("other_kb"))
+    assert "50.0%" in other_row and other_row.count(" - ") == 2  # empty bands show no share
+    assert not any(x.startswith("no_bands") for x in lines)
+    assert render_bands_table({"x": {}}) == ""
+
+
+def test_reliability_overlay_needs_two_curves(tmp_path: Path) -> None:
+    from evals.plots import reliability_bins, write_reliability_overlay
+
+    full = reliability_bins([(0.05 + i / 20, i % 2 == 0, False) for i in range(19)] * 5)
+    sparse = reliability_bins([(0.9, True, True)] * 4)  # under MIN_BIN questions in its bin
+    path = tmp_path / "all.png"
+    assert write_reliability_overlay({"a": full, "b": sparse}, path) is None
+    assert not path.exists()
+    assert write_reliability_overlay({"a": full, "b": full}, path, (0.55, 0.75)) == path
+    assert path.stat().st_size > 1000
+
+
 def test_seeds_summary_is_the_mean() -> None:
     def one(seed: int, outcome_ok: bool) -> dict:
         rows = [grade(ANSWERABLE, Response("answered", "France [1]" if outcome_ok else "Spain [1]",
@@ -408,6 +458,9 @@ def test_seeds_summary_is_the_mean() -> None:
     assert summary["retrieval"]["gold_top1"] == 0.5
     assert [p["seed"] for p in summary["per_seed"]] == [0, 1]
     assert summary["reliability"][9]["n"] == 2 and summary["reliability"][9]["share"] == 1.0
+    # the bands are pooled the same way: both seeds' questions, counts added
+    assert [b["n"] for b in summary["reliability_bands"]] == [2, 0, 2]
+    assert summary["reliability_bands"][2]["share"] == 1.0
     table = render_kb_table(summary)
     assert "mean of seeds 0, 1" in table and "does NOT beat" in table
     json.dumps(summary)
