@@ -254,12 +254,12 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def _write_overlay(results: dict[str, dict[str, Any]], report_dir: Path) -> None:
     """reliability.png in the report root: every KB's reliability curve in one plot."""
-    from evals.plots import RELIABILITY_BANDS, write_reliability_overlay
+    from evals.plots import RELIABILITY_CUTS, write_reliability_overlay
 
     curves = {k: r["reliability"] for k, r in results.items() if r.get("reliability")}
     meta = next(iter(results.values())).get("meta", {})
     cuts = (meta.get("low_threshold"), meta.get("found_threshold"))
-    thresholds = RELIABILITY_BANDS if None in cuts else cuts
+    thresholds = RELIABILITY_CUTS if None in cuts else cuts
     path = write_reliability_overlay(curves, report_dir / "reliability.png", thresholds)
     if path is not None:
         print(f"reliability per knowledge base: {path}", file=sys.stderr)

@@ -13,8 +13,8 @@ from evals.grading import OUTCOMES, Graded
 
 COLOURS = {"correct": "#2e7d32", "abstained": "#9e9e9e", "wrong": "#ef6c00", "hallucinated": "#c62828"}
 RELIABILITY_BINS = 10
-RELIABILITY_BANDS = (0.55, 0.75)
-"""The graph's own cut-offs (Context's low and found thresholds): the bands the decisions read."""
+RELIABILITY_CUTS = (0.55, 0.75)
+"""The graph's default cut-offs (Context's low and found thresholds), drawn where a run names none."""
 MIN_BIN = 5
 """Fewest questions a bin needs to be drawn in the overlay of several knowledge bases."""
 
@@ -31,14 +31,6 @@ def reliability_bins(
     answerable and gold top-1) per question; questions without a score are left out.
     """
     return _binned(points, [i / n_bins for i in range(n_bins + 1)], "{:.1f}-{:.1f}")
-
-
-def reliability_bands(
-    points: Sequence[tuple[float | None, bool, bool]], edges: Sequence[float] = RELIABILITY_BANDS
-) -> list[dict[str, Any]]:
-    """`reliability_bins` over the bands the graph decides by (below 0.55, between, 0.75 and
-    above): too few questions fill a tenth of the scale on a small KB to compare KBs bin by bin."""
-    return _binned(points, [0.0, *edges, 1.0], "{:g}-{:g}")
 
 
 def _binned(

@@ -47,8 +47,9 @@ def build_report(
     best_scores: Mapping[str, float | None] | None = None,
 ) -> dict[str, Any]:
     """Metrics per system (by kind, by note, pooled, credited), retrieval, the full graph's
-    targets and failure breakdown, and (given `best_scores`) the reliability bins."""
-    from evals.plots import reliability_bands, reliability_bins
+    targets and failure breakdown, and (given `best_scores`) the reliability bins and where each
+    kind of question falls on the relevance scale."""
+    from evals.plots import RELIABILITY_CUTS, reliability_bins
 
     systems = [s for s in SYSTEMS if any(r.system == s for r in rows)]
     metrics = {s: system_metrics([r for r in rows if r.system == s]) for s in systems}
@@ -66,10 +67,13 @@ def build_report(
             points.append((best_scores.get(qid), rank is not None, rank == 1))
         report["reliability"] = reliability_bins(points)
         low, found = meta.get("low_threshold"), meta.get("found_threshold")
-        report["reliability_bands"] = (  # the run's own cut-offs where it names them
-            reliability_bands(points, (float(low), float(found)))
-            if low is not None and found is not None else reliability_bands(points)
+        cuts = (  # the run's own cut-offs where it names them
+            (float(low), float(found)) if low is not None and found is not None
+            else RELIABILITY_CUTS
         )
+        report["relevance_bands"] = relevance_bands(
+            [(best_scores.get(qid), band_group(kinds[qid], gold_ranks.get(qid)))
+             for qid in sorted(kinds)], cuts)
     if "full_graph" in metrics and "thresholds_only" in metrics:
         report["criterion"] = criterion(metrics)
     if "full_graph" in metrics:
@@ -221,9 +225,10 @@ def summarise_seeds(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
             for r in reports
         ],
     }
-    for key in ("reliability", "reliability_bands"):
-        if all(key in r for r in reports):
-            out[key] = _pooled([r[key] for r in reports])
+    if all("reliability" in r for r in reports):
+        out["reliability"] = _pooled([r["reliability"] for r in reports])
+    if all("relevance_bands" in r for r in reports):
+        out["relevance_bands"] = _pooled_bands([r["relevance_bands"] for r in reports])
     if "full_graph" in systems and "thresholds_only" in systems:
         out["criterion"] = criterion(systems)
     return out
@@ -241,22 +246,74 @@ def _pooled(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
     return pooled
 
 
+BAND_GROUPS = {"answerable": "answerable, gold retrieved", "near_miss": "near-miss (in topic)",
+               "out_of_kb": "out of KB"}
+
+
+def band_group(kind: str, gold_rank: int | None) -> str | None:
+    """The group a question is counted in: an answerable question only with its gold document
+    retrieved (without it, its best score says nothing of the gold document)."""
+    if kind == "answerable":
+        return "answerable" if gold_rank is not None else None
+    return "near_miss" if kind == "unanswerable_in_kb_topic" else "out_of_kb"
+
+
+def relevance_bands(
+    points: Sequence[tuple[float | None, str | None]], cuts: Sequence[float]
+) -> dict[str, Any]:
+    """Where each kind of question falls on the relevance scale: per group, how many questions
+    have their best relevance below the low cut-off, between, and at or above the found one.
+    A score that means the same on any knowledge base puts each kind in the same bands on every
+    KB (answerable questions at or above 0.75, out-of-KB ones below 0.55), whatever the KB's mix
+    of kinds; a share per relevance bin would change with that mix."""
+    low, found = cuts
+    counts: dict[str, list[int]] = {}
+    for score, group in points:
+        if score is None or group is None:
+            continue
+        band = 0 if score < low else 1 if score < found else 2
+        counts.setdefault(group, [0, 0, 0])[band] += 1
+    return {"cuts": [low, found], "counts": {g: counts[g] for g in BAND_GROUPS if g in counts}}
+
+
+def _pooled_bands(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    counts: dict[str, list[int]] = {}
+    for run in runs:
+        for group, cs in run["counts"].items():
+            counts[group] = [a + b for a, b in zip(counts.get(group, [0, 0, 0]), cs, strict=True)]
+    return {"cuts": runs[0]["cuts"], "counts": {g: counts[g] for g in BAND_GROUPS if g in counts}}
+
+
 def render_bands_table(results: Mapping[str, dict[str, Any]]) -> str:
-    """The relevance bands of every KB side by side: how many questions fall below 0.55, between
-    and at or above 0.75, and the share of them that are answerable with the gold document in the
-    top k. A calibrated score gives each band the same share on every KB. "" without bands."""
-    rows = {k: r["reliability_bands"] for k, r in results.items() if r.get("reliability_bands")}
+    """Every KB's relevance bands side by side: per kind of question, the share of its questions
+    below the low cut-off, between, and at or above the found one. "" without bands."""
+    rows = {k: r["relevance_bands"] for k, r in results.items() if r.get("relevance_bands")}
     if not rows:
         return ""
-    labels = [b["bin"] for b in next(iter(rows.values()))]
+    low, found = next(iter(rows.values()))["cuts"]
+    heads = (f"< {low:g}", f"{low:g}-{found:g}", f">= {found:g}")
     width = max(len("knowledge base"), *(len(k) for k in rows))
-    head = f"{'knowledge base':{width}s} | " + " | ".join(f"{lab:^17s}" for lab in labels)
-    lines = ["relevance bands (best relevance of each question's search): questions, and the "
-             "share answerable with the gold document in the top k", head, "-" * len(head)]
+    cell = 9
+    group_w = 3 * cell + 2
+    lines = [
+        "where each kind of question falls on the relevance scale (best relevance of its search; "
+        "share of the kind's questions, n in brackets)",
+        f"{'':{width}s} | " + " | ".join(f"{label:^{group_w}s}" for label in BAND_GROUPS.values()),
+        f"{'knowledge base':{width}s} | "
+        + " | ".join(" ".join(f"{h:>{cell}s}" for h in heads) for _ in BAND_GROUPS),
+    ]
+    lines.append("-" * len(lines[-1]))
     for name, bands in rows.items():
-        cells = [f"{b['n']:5d} {b['share']:7.1%}   " if b["share"] is not None
-                 else f"{b['n']:5d} {'-':>7s}   " for b in bands]
-        lines.append(f"{name:{width}s} | " + " | ".join(cells))
+        groups = []
+        for g in BAND_GROUPS:
+            cs = bands["counts"].get(g)
+            if not cs or not sum(cs):
+                groups.append(f"{'-':^{group_w}s}")
+                continue
+            shares = " ".join(f"{c / sum(cs):{cell}.1%}" for c in cs)
+            groups.append(shares)
+        ns = ", ".join(f"{sum(bands['counts'][g])}" for g in BAND_GROUPS if g in bands["counts"])
+        lines.append(f"{name:{width}s} | " + " | ".join(groups) + f"  ({ns})")
     return "\n".join(lines)
 
 

@@ -66,8 +66,14 @@ def test_eval_all_on_a_project_kb_prints_one_table_per_kb(
     assert set(report["criterion"]) == {"full_graph", "thresholds_only", "beats"}
     assert len(report["reliability"]) == 10
     assert sum(b["n"] for b in report["reliability"]) == len(expected.questions)
-    assert [b["bin"] for b in report["reliability_bands"]] == ["0-0.55", "0.55-0.75", "0.75-1"]
-    assert sum(b["n"] for b in report["reliability_bands"]) == len(expected.questions)
+    bands = report["relevance_bands"]
+    assert bands["cuts"] == [0.55, 0.75]
+    assert set(bands["counts"]) == {"answerable", "near_miss", "out_of_kb"}
+    for group, kind in (("near_miss", "unanswerable_in_kb_topic"), ("out_of_kb", "out_of_kb")):
+        assert sum(bands["counts"][group]) == sum(1 for q in expected.questions if q.kind == kind)
+    # answerable questions count only with their gold document retrieved
+    answerable = sum(1 for q in expected.questions if q.kind == "answerable")
+    assert 0 < sum(bands["counts"]["answerable"]) <= answerable
     # the table on stderr, the files in the KB's own folder of the report
     assert f"== {kb.name}:" in err and "mean" in err and "credited" in err
     assert "per note" in err

@@ -391,40 +391,43 @@ def test_reliability_bins_in_the_report() -> None:
     assert write_reliability_plot([{**b, "n": 0} for b in bins], Path("unused.png")) is None
 
 
-def test_reliability_bands_split_at_the_graphs_cut_offs() -> None:
-    from evals.plots import reliability_bands
+def test_relevance_bands_count_each_kind_at_the_graphs_cut_offs() -> None:
+    from evals.report import band_group, relevance_bands
 
-    points = [(0.54, True, True), (0.55, True, False), (0.74, False, False),
-              (0.75, True, True), (1.0, False, False), (None, True, True)]
-    bands = reliability_bands(points)
-    assert [b["bin"] for b in bands] == ["0-0.55", "0.55-0.75", "0.75-1"]
-    assert [b["n"] for b in bands] == [1, 2, 2]  # the score without a search is left out
-    assert [b["share"] for b in bands] == [1.0, 0.5, 0.5]
-    assert bands[1]["share_gold_top1"] == 0.0
+    assert band_group("answerable", 3) == "answerable"
+    assert band_group("answerable", None) is None  # gold not retrieved: its score says nothing
+    assert band_group("unanswerable_in_kb_topic", None) == "near_miss"
+    assert band_group("out_of_kb", None) == "out_of_kb"
+    points = [(0.54, "answerable"), (0.55, "answerable"), (0.75, "answerable"),
+              (0.9, "near_miss"), (0.1, "out_of_kb"), (None, "out_of_kb"), (0.99, None)]
+    bands = relevance_bands(points, (0.55, 0.75))
+    assert bands == {"cuts": [0.55, 0.75], "counts": {
+        "answerable": [1, 1, 1], "near_miss": [0, 0, 1], "out_of_kb": [1, 0, 0]}}
     # a run with other cut-offs is banded by its own
     rows = [grade(ANSWERABLE, Response("not_found"), "thresholds_only"),
             grade(OUT_OF_KB, Response("not_found"), "thresholds_only")]
     report = build_report(rows, {"a1": 1, "o1": None},
                           {"low_threshold": 0.5, "found_threshold": 0.8}, {"a1": 0.79, "o1": 0.3})
-    assert [(b["bin"], b["n"], b["share"]) for b in report["reliability_bands"]] == [
-        ("0-0.5", 1, 0.0), ("0.5-0.8", 1, 1.0), ("0.8-1", 0, None)]
+    assert report["relevance_bands"] == {"cuts": [0.5, 0.8], "counts": {
+        "answerable": [0, 1, 0], "out_of_kb": [1, 0, 0]}}
 
 
 def test_bands_table_puts_every_kb_side_by_side() -> None:
-    from evals.plots import reliability_bands
-    from evals.report import render_bands_table
+    from evals.report import relevance_bands, render_bands_table
 
-    small = reliability_bands([(0.3, True, True), (0.6, False, False), (0.9, True, True)])
-    other = reliability_bands([(0.9, True, False), (0.95, False, False)])
-    table = render_bands_table({"small_kb": {"reliability_bands": small},
-                                "other_kb": {"reliability_bands": other},
+    small = relevance_bands([(0.3, "answerable"), (0.9, "answerable"), (0.8, "answerable"),
+                             (0.6, "near_miss"), (0.1, "out_of_kb")], (0.55, 0.75))
+    other = relevance_bands([(0.9, "answerable"), (0.2, "out_of_kb")], (0.55, 0.75))
+    table = render_bands_table({"small_kb": {"relevance_bands": small},
+                                "other_kb": {"relevance_bands": other},
                                 "no_bands": {}})
     lines = table.splitlines()
-    assert "0-0.55" in lines[1] and "0.75-1" in lines[1]
+    assert "answerable, gold retrieved" in lines[1] and "out of KB" in lines[1]
+    assert lines[2].count("< 0.55") == 3 and lines[2].count(">= 0.75") == 3
     small_row = next(x for x in lines if x.startswith("small_kb"))
-    assert small_row.count("100.0%") == 2 and "0.0%" in small_row
+    assert "33.3%" in small_row and "66.7%" in small_row and small_row.endswith("(3, 1, 1)")
     other_row = next(x for x in lines if x.startswith("other_kb"))
-    assert "50.0%" in other_row and other_row.count(" - ") == 2  # empty bands show no share
+    assert " - " in other_row and other_row.endswith("(1, 1)")  # no near-misses on that KB
     assert not any(x.startswith("no_bands") for x in lines)
     assert render_bands_table({"x": {}}) == ""
 
@@ -459,8 +462,8 @@ def test_seeds_summary_is_the_mean() -> None:
     assert [p["seed"] for p in summary["per_seed"]] == [0, 1]
     assert summary["reliability"][9]["n"] == 2 and summary["reliability"][9]["share"] == 1.0
     # the bands are pooled the same way: both seeds' questions, counts added
-    assert [b["n"] for b in summary["reliability_bands"]] == [2, 0, 2]
-    assert summary["reliability_bands"][2]["share"] == 1.0
+    assert summary["relevance_bands"]["counts"] == {"answerable": [0, 0, 2],
+                                                    "out_of_kb": [2, 0, 0]}
     table = render_kb_table(summary)
     assert "mean of seeds 0, 1" in table and "does NOT beat" in table
     json.dumps(summary)
