@@ -253,16 +253,14 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _write_overlay(results: dict[str, dict[str, Any]], report_dir: Path) -> None:
-    """reliability.png in the report root: every KB's reliability curve in one plot."""
-    from evals.plots import RELIABILITY_CUTS, write_reliability_overlay
+    """relevance_by_kb.png in the report root: where each kind of question falls, every KB."""
+    from evals.plots import write_relevance_by_kb
+    from evals.report import BAND_GROUPS
 
-    curves = {k: r["reliability"] for k, r in results.items() if r.get("reliability")}
-    meta = next(iter(results.values())).get("meta", {})
-    cuts = (meta.get("low_threshold"), meta.get("found_threshold"))
-    thresholds = RELIABILITY_CUTS if None in cuts else cuts
-    path = write_reliability_overlay(curves, report_dir / "reliability.png", thresholds)
+    bands = {k: r["relevance_bands"] for k, r in results.items() if r.get("relevance_bands")}
+    path = write_relevance_by_kb(bands, report_dir / "relevance_by_kb.png", BAND_GROUPS)
     if path is not None:
-        print(f"reliability per knowledge base: {path}", file=sys.stderr)
+        print(f"relevance per kind of question and knowledge base: {path}", file=sys.stderr)
 
 
 def render_single(result: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ RELIABILITY_BINS = 10
 RELIABILITY_CUTS = (0.55, 0.75)
 """The graph's default cut-offs (Context's low and found thresholds), drawn where a run names none."""
 MIN_BIN = 5
-"""Fewest questions a bin needs to be drawn in the overlay of several knowledge bases."""
+"""Fewest questions of a kind a knowledge base needs for its line in `write_relevance_by_kb`."""
 
 
 def reliability_bins(
@@ -102,19 +102,15 @@ def write_reliability_plot(
     return path
 
 
-def write_reliability_overlay(
-    curves: Mapping[str, Sequence[dict[str, Any]]], path: Path, thresholds: Sequence[float] = (),
+def write_relevance_by_kb(
+    bands: Mapping[str, Mapping[str, Any]], path: Path, group_labels: Mapping[str, str],
 ) -> Path | None:
-    """One reliability curve per knowledge base in one plot: a relevance score that means the
-    same everywhere draws the same curve for every KB. Bins with fewer than `MIN_BIN` questions
-    are left out (one question is 0% or 100%); None without matplotlib or without two curves."""
-    drawn = {
-        name: [((b["lo"] + b["hi"]) / 2, b["share"]) for b in bins
-               if b["n"] >= MIN_BIN and b["share"] is not None]
-        for name, bins in curves.items()
-    }
-    drawn = {name: pts for name, pts in drawn.items() if pts}
-    if len(drawn) < 2:
+    """relevance_by_kb.png: one panel per kind of question, one line per knowledge base: the
+    share of that kind's questions whose best relevance is below x. A score that means the same
+    on any KB draws the same line for every KB in each panel; the cut-offs are the red lines.
+    None without matplotlib or without two knowledge bases."""
+    with_hist = {kb: b for kb, b in bands.items() if b.get("hist")}
+    if len(with_hist) < 2:
         return None
     try:
         import matplotlib
@@ -124,18 +120,29 @@ def write_reliability_overlay(
     except ImportError:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4.6))
-    ax.plot([0, 1], [0, 1], color="#bdbdbd", linestyle=":", label="identity")
-    for name, pts in drawn.items():
-        ax.plot([m for m, _ in pts], [v for _, v in pts], marker="o", markersize=4, label=name)
-    for t in thresholds:
-        ax.axvline(t, color="#c62828", linestyle="--", linewidth=0.8)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("best calibrated relevance of the top-k search")
-    ax.set_ylabel("share answerable, gold document in top k")
-    ax.set_title(f"Relevance reliability per knowledge base (bins of {MIN_BIN}+ questions)")
-    ax.legend(fontsize=7, loc="upper left")
+    groups = [g for g in group_labels if any(g in b["hist"] for b in with_hist.values())]
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4), sharey=True,
+                             squeeze=False)
+    for ax, group in zip(axes[0], groups, strict=True):
+        for kb, b in with_hist.items():
+            counts = b["hist"].get(group)
+            if not counts or sum(counts) < MIN_BIN:
+                continue
+            total, run, xs, ys = sum(counts), 0, [0.0], [0.0]
+            for i, c in enumerate(counts):
+                run += c
+                xs.append((i + 1) / len(counts))
+                ys.append(run / total)
+            ax.plot(xs, ys, drawstyle="steps-post", label=f"{kb} ({total})")
+        for t in next(iter(with_hist.values()))["cuts"]:
+            ax.axvline(t, color="#c62828", linestyle="--", linewidth=0.8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(group_labels[group], fontsize=10)
+        ax.set_xlabel("best calibrated relevance")
+        ax.legend(fontsize=6, loc="upper left")
+    axes[0][0].set_ylabel("share of the kind's questions below x")
+    fig.suptitle("Where each kind of question falls, per knowledge base")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -258,30 +258,43 @@ def band_group(kind: str, gold_rank: int | None) -> str | None:
     return "near_miss" if kind == "unanswerable_in_kb_topic" else "out_of_kb"
 
 
+HIST_BINS = 20
+"""Equal-width bins of [0, 1] per kind of question, for the plot of every KB's distribution."""
+
+
 def relevance_bands(
     points: Sequence[tuple[float | None, str | None]], cuts: Sequence[float]
 ) -> dict[str, Any]:
     """Where each kind of question falls on the relevance scale: per group, how many questions
-    have their best relevance below the low cut-off, between, and at or above the found one.
-    A score that means the same on any knowledge base puts each kind in the same bands on every
-    KB (answerable questions at or above 0.75, out-of-KB ones below 0.55), whatever the KB's mix
-    of kinds; a share per relevance bin would change with that mix."""
+    have their best relevance below the low cut-off, between, and at or above the found one
+    (`counts`), and in each of HIST_BINS bins (`hist`). A score that means the same on any
+    knowledge base puts each kind in the same bands on every KB (answerable questions at or
+    above 0.75, out-of-KB ones below 0.55), whatever the KB's mix of kinds; a share of
+    answerable questions per bin would change with that mix."""
     low, found = cuts
     counts: dict[str, list[int]] = {}
+    hist: dict[str, list[int]] = {}
     for score, group in points:
         if score is None or group is None:
             continue
         band = 0 if score < low else 1 if score < found else 2
         counts.setdefault(group, [0, 0, 0])[band] += 1
-    return {"cuts": [low, found], "counts": {g: counts[g] for g in BAND_GROUPS if g in counts}}
+        hist.setdefault(group, [0] * HIST_BINS)[min(HIST_BINS - 1, max(0, int(score * HIST_BINS)))] += 1
+    order = [g for g in BAND_GROUPS if g in counts]
+    return {"cuts": [low, found], "counts": {g: counts[g] for g in order},
+            "hist": {g: hist[g] for g in order}}
 
 
 def _pooled_bands(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    counts: dict[str, list[int]] = {}
-    for run in runs:
-        for group, cs in run["counts"].items():
-            counts[group] = [a + b for a, b in zip(counts.get(group, [0, 0, 0]), cs, strict=True)]
-    return {"cuts": runs[0]["cuts"], "counts": {g: counts[g] for g in BAND_GROUPS if g in counts}}
+    out: dict[str, Any] = {"cuts": runs[0]["cuts"], "counts": {}, "hist": {}}
+    for key in ("counts", "hist"):
+        added: dict[str, list[int]] = {}
+        for run in runs:
+            for group, cs in run.get(key, {}).items():
+                prev = added.get(group, [0] * len(cs))
+                added[group] = [a + b for a, b in zip(prev, cs, strict=True)]
+        out[key] = {g: added[g] for g in BAND_GROUPS if g in added}
+    return out
 
 
 def render_bands_table(results: Mapping[str, dict[str, Any]]) -> str:

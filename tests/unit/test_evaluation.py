@@ -401,15 +401,18 @@ def test_relevance_bands_count_each_kind_at_the_graphs_cut_offs() -> None:
     points = [(0.54, "answerable"), (0.55, "answerable"), (0.75, "answerable"),
               (0.9, "near_miss"), (0.1, "out_of_kb"), (None, "out_of_kb"), (0.99, None)]
     bands = relevance_bands(points, (0.55, 0.75))
-    assert bands == {"cuts": [0.55, 0.75], "counts": {
-        "answerable": [1, 1, 1], "near_miss": [0, 0, 1], "out_of_kb": [1, 0, 0]}}
+    assert bands["cuts"] == [0.55, 0.75]
+    assert bands["counts"] == {"answerable": [1, 1, 1], "near_miss": [0, 0, 1],
+                               "out_of_kb": [1, 0, 0]}
+    hist = bands["hist"]["answerable"]  # 20 bins of 0.05: 0.54 -> 10, 0.55 -> 11, 0.75 -> 15
+    assert len(hist) == 20 and [i for i, c in enumerate(hist) if c] == [10, 11, 15]
     # a run with other cut-offs is banded by its own
     rows = [grade(ANSWERABLE, Response("not_found"), "thresholds_only"),
             grade(OUT_OF_KB, Response("not_found"), "thresholds_only")]
     report = build_report(rows, {"a1": 1, "o1": None},
                           {"low_threshold": 0.5, "found_threshold": 0.8}, {"a1": 0.79, "o1": 0.3})
-    assert report["relevance_bands"] == {"cuts": [0.5, 0.8], "counts": {
-        "answerable": [0, 1, 0], "out_of_kb": [1, 0, 0]}}
+    assert report["relevance_bands"]["cuts"] == [0.5, 0.8]
+    assert report["relevance_bands"]["counts"] == {"answerable": [0, 1, 0], "out_of_kb": [1, 0, 0]}
 
 
 def test_bands_table_puts_every_kb_side_by_side() -> None:
@@ -432,15 +435,15 @@ def test_bands_table_puts_every_kb_side_by_side() -> None:
     assert render_bands_table({"x": {}}) == ""
 
 
-def test_reliability_overlay_needs_two_curves(tmp_path: Path) -> None:
-    from evals.plots import reliability_bins, write_reliability_overlay
+def test_relevance_by_kb_plot_needs_two_knowledge_bases(tmp_path: Path) -> None:
+    from evals.plots import write_relevance_by_kb
+    from evals.report import BAND_GROUPS, relevance_bands
 
-    full = reliability_bins([(0.05 + i / 20, i % 2 == 0, False) for i in range(19)] * 5)
-    sparse = reliability_bins([(0.9, True, True)] * 4)  # under MIN_BIN questions in its bin
-    path = tmp_path / "all.png"
-    assert write_reliability_overlay({"a": full, "b": sparse}, path) is None
-    assert not path.exists()
-    assert write_reliability_overlay({"a": full, "b": full}, path, (0.55, 0.75)) == path
+    one = relevance_bands([(i / 20, "answerable") for i in range(20)]
+                          + [(i / 40, "out_of_kb") for i in range(20)], (0.55, 0.75))
+    path = tmp_path / "by_kb.png"
+    assert write_relevance_by_kb({"a": one}, path, BAND_GROUPS) is None and not path.exists()
+    assert write_relevance_by_kb({"a": one, "b": one}, path, BAND_GROUPS) == path
     assert path.stat().st_size > 1000
 
 
@@ -464,6 +467,7 @@ def test_seeds_summary_is_the_mean() -> None:
     # the bands are pooled the same way: both seeds' questions, counts added
     assert summary["relevance_bands"]["counts"] == {"answerable": [0, 0, 2],
                                                     "out_of_kb": [2, 0, 0]}
+    assert summary["relevance_bands"]["hist"]["answerable"][18] == 2  # 0.9, both seeds
     table = render_kb_table(summary)
     assert "mean of seeds 0, 1" in table and "does NOT beat" in table
     json.dumps(summary)
