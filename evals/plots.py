@@ -123,6 +123,7 @@ def write_relevance_by_kb(
     groups = [g for g in group_labels if any(g in b["hist"] for b in with_hist.values())]
     fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4), sharey=True,
                              squeeze=False)
+    colours = {kb: plt.get_cmap("tab10")(i % 10) for i, kb in enumerate(with_hist)}
     for ax, group in zip(axes[0], groups, strict=True):
         for kb, b in with_hist.items():
             counts = b["hist"].get(group)
@@ -133,7 +134,7 @@ def write_relevance_by_kb(
                 run += c
                 xs.append((i + 1) / len(counts))
                 ys.append(run / total)
-            ax.plot(xs, ys, drawstyle="steps-post", label=f"{kb} ({total})")
+            ax.plot(xs, ys, drawstyle="steps-post", color=colours[kb], label=f"{kb} ({total})")
         for t in next(iter(with_hist.values()))["cuts"]:
             ax.axvline(t, color="#c62828", linestyle="--", linewidth=0.8)
         ax.set_xlim(0, 1)
