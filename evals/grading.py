@@ -72,6 +72,8 @@ class Response:
     confidence: str | None = None
     best_score: float | None = None
     error: str | None = None
+    closest: list[str] = field(default_factory=list)
+    """Documents the system listed as the closest when it gave no answer (source ids)."""
 
 
 @dataclass
@@ -104,6 +106,8 @@ class Graded:
     """The gold document was cited at a version other than `gold_version`."""
     credited: int = 0
     """The credited score: +1 correct or right abstention, 0 wrong abstention, -1 wrong answer."""
+    gold_closest: bool = False
+    """Abstained on an answerable question, with the gold document among the closest listed."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -155,6 +159,8 @@ def grade(q: EvalQuestion, r: Response, system: str, gold_rank: int | None = Non
         gold_rank=gold_rank, error=r.error, note=q.note, gold_version=q.gold_version,
         cited_versions=list(r.cited_versions), wrong_version=wrong_version,
         credited=credited_score(outcome, q.should_answer),
+        gold_closest=outcome == "abstained" and q.should_answer
+        and q.gold_doc_id is not None and q.gold_doc_id in r.closest,
     )
 
 
@@ -212,6 +218,7 @@ def kind_metrics(rows: Sequence[Graded]) -> dict[str, Any]:
         "latency_ms_p50": _round(percentile(latencies, 50)),
         "latency_ms_p95": _round(percentile(latencies, 95)),
         "errors": sum(1 for r in rows if r.error),
+        "abstained_gold_closest": sum(1 for r in rows if r.gold_closest),
     }
 
 

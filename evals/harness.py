@@ -156,6 +156,7 @@ async def run_question(
                 attempts=result.attempts,
                 confidence=result.confidence.level,
                 best_score=max((c.score for c in result.citations), default=None),
+                closest=[p.source_id for p in result.closest],
             )
         except Exception as exc:  # recorded as unavailable; the run goes on
             log.warning("agent failed on %s: %s", q.id, exc, exc_info=True)

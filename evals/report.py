@@ -199,7 +199,7 @@ def summarise_seeds(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 continue
             by_kind[kind] = {"n": _mean([k["n"] for k in ks])}
             for key in ("correct_rate", "abstention_rate", "wrong_rate", "hallucination_rate",
-                        "credited_score", "llm_calls_mean"):
+                        "credited_score", "llm_calls_mean", "abstained_gold_closest"):
                 by_kind[kind][key] = _mean([k[key] for k in ks])
         notes: dict[str, Any] = {}
         for m in runs:
@@ -330,6 +330,17 @@ def render_bands_table(results: Mapping[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _pointed(answerable: Mapping[str, Any]) -> str:
+    """How many of the answerable questions the full graph abstained on still showed the user
+    the gold document among the closest; "" when it abstained on none or the run predates it."""
+    n, rate, hits = (answerable.get(k) for k in ("n", "abstention_rate", "abstained_gold_closest"))
+    if not n or not rate or hits is None:
+        return ""
+    abstained = round(rate * n, 1)
+    return (f"full graph, answerable questions abstained on: the gold document was among the "
+            f"closest listed for {round(hits, 1):g} of {abstained:g} ({hits / abstained:.0%})")
+
+
 def render_kb_table(report: dict[str, Any]) -> str:
     """One knowledge base: a row per system; correct / abstained / wrong % of the answerable
     questions, abstained % of each kind that should be abstained, gold top-1 % (the shared search,
@@ -386,6 +397,9 @@ def render_kb_table(report: dict[str, Any]) -> str:
             f"full graph vs thresholds-only, mean credited score: {full:+.3f} vs {base:+.3f}: "
             f"{'beats' if crit['beats'] else 'does NOT beat'}"
         )
+    pointed = _pointed(systems.get("full_graph", {}).get("by_kind", {}).get("answerable", {}))
+    if pointed:
+        lines.append(pointed)
     notes = {n for m in systems.values() for n in (m.get("by_note") or {})}
     if notes:
         order = [n for n in NOTES if n in notes] + sorted(notes - set(NOTES))

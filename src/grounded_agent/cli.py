@@ -100,6 +100,15 @@ def search_args(query: DocumentQuery, page: int) -> str:
     return " ".join([*parts, "--page", str(page)])
 
 
+def _where(title: str, section: str | None, page: int | None) -> str:
+    """Title > section (the heading path without the title it starts with), p. N."""
+    section = section or ""
+    if section.startswith(title):  # heading paths start with the document's own title
+        section = section[len(title) :].lstrip(" >")
+    where = " > ".join(x for x in (title, section) if x)
+    return where + (f", p. {page}" if page is not None else "")
+
+
 def render(result: AgentResult) -> str:
     """Human-readable answer: status, text, numbered sources, source reports, warnings."""
     label = f"[{STATUS_LABEL.get(result.status, result.status)}]"
@@ -114,12 +123,7 @@ def render(result: AgentResult) -> str:
     if result.citations:
         lines.append("Sources:")
         for c in result.citations:
-            section = c.section or ""
-            if section.startswith(c.title):  # heading paths start with the document's own title
-                section = section[len(c.title) :].lstrip(" >")
-            where = " > ".join(x for x in (c.title, section) if x)
-            if c.page is not None:
-                where += f", p. {c.page}"
+            where = _where(c.title, c.section, c.page)
             meta = ", ".join(
                 x
                 for x in (
@@ -132,6 +136,12 @@ def render(result: AgentResult) -> str:
                 if x
             )
             lines.append(f"  [{c.n}] {where} ({c.source}; {meta})")
+        lines.append("")
+    if result.closest:
+        lines.append("Closest passages (none was judged to answer; check them yourself):")
+        for p in result.closest:
+            lines.append(f"  - {_where(p.title, p.section, p.page)} "
+                         f"({p.source}; id {p.source_id}, relevance {p.score:.2f})")
         lines.append("")
     lines.append("Searched:")
     for s in result.sources:

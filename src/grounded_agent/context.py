@@ -69,6 +69,13 @@ class Context:
         default=DEFAULT_THRESHOLDS.low,
         metadata={"description": "Calibrated relevance below which a passage does not count."},
     )
+    closest_threshold: float = field(
+        default=0.3,
+        metadata={
+            "description": "Calibrated relevance a passage needs to be listed among the closest "
+            "passages when nothing answered."
+        },
+    )
     max_attempts: int = field(
         default=MAX_ATTEMPTS,
         metadata={"description": "Attempts per question (1 or 2; 2 is the hard cap)."},
@@ -138,6 +145,8 @@ class Context:
     def __post_init__(self) -> None:
         if not 0.0 <= self.low_threshold <= self.found_threshold <= 1.0:
             raise ValueError("thresholds must satisfy 0 <= low_threshold <= found_threshold <= 1")
+        if not 0.0 <= self.closest_threshold <= 1.0:
+            raise ValueError("closest_threshold must be between 0 and 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
@@ -169,6 +178,7 @@ CLIENT_CONFIGURABLE: frozenset[str] = frozenset(
         "sources",
         "found_threshold",
         "low_threshold",
+        "closest_threshold",
         "top_k",
         "wikipedia_language",
         "max_attempts",

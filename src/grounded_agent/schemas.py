@@ -242,6 +242,20 @@ class Citation(BaseModel):
     score: float
 
 
+class Pointer(BaseModel):
+    """A passage that came closest when nothing answered: a place to look, not a source of any
+    claim (no sentence of the answer rests on it, and it is no citation)."""
+
+    source: SourceName
+    source_id: str
+    title: str
+    section: str | None = None
+    version: str | None = None
+    page: int | None = None
+    url: str | None = None
+    score: float
+
+
 class Confidence(BaseModel):
     """The confidence judgement over all collected evidence (one structured call, or local)."""
 
@@ -313,6 +327,11 @@ class AgentResult(BaseModel):
         default=False,
         description="The answer used only part of the matching documents (more pages, or "
         "documents of the page that gave it no passage).",
+    )
+    closest: list[Pointer] = Field(
+        default_factory=list,
+        description="When no answer was given: the passages that came closest, best first, as "
+        "places to look; none was judged to answer and no claim rests on them.",
     )
 
 

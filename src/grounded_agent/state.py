@@ -17,6 +17,7 @@ from grounded_agent.schemas import (
     Citation,
     Confidence,
     Finding,
+    Pointer,
     ResultType,
     SourceReport,
     ToolCallRecord,
@@ -96,6 +97,7 @@ class AgentState(TypedDict, total=False):
     status: AnswerStatus
     answer: str
     citations: list[Citation]
+    closest: list[Pointer]
     attempts: int
     warnings: Annotated[list[dict[str, Any]], extend_or_reset]
     trail: Annotated[list[dict[str, Any]], extend_or_reset]

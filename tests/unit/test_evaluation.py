@@ -447,6 +447,23 @@ def test_relevance_by_kb_plot_needs_two_knowledge_bases(tmp_path: Path) -> None:
     assert path.stat().st_size > 1000
 
 
+def test_an_abstention_that_lists_the_gold_document_among_the_closest_is_counted() -> None:
+    pointed = grade(ANSWERABLE, Response("not_found", closest=["Other#1", "Normans#0"]),
+                    "full_graph")
+    missed = grade(ANSWERABLE, Response("not_found", closest=["Other#1"]), "full_graph")
+    answered = grade(ANSWERABLE, Response("answered", "France [1]", ["Normans#0"],
+                                          closest=["Normans#0"]), "full_graph")
+    off = grade(OUT_OF_KB, Response("not_found", closest=["Normans#0"]), "full_graph")
+    assert (pointed.gold_closest, missed.gold_closest, answered.gold_closest,
+            off.gold_closest) == (True, False, False, False)
+    assert pointed.outcome == "abstained" and pointed.credited == 0  # still no answer
+    report = build_report([pointed, missed, answered, off], {"a1": 1, "o1": None},
+                          {"corpus": "x"})
+    answerable = report["systems"]["full_graph"]["by_kind"]["answerable"]
+    assert answerable["abstained_gold_closest"] == 1
+    assert "closest listed for 1 of 2 (50%)" in render_kb_table(report)
+
+
 def test_seeds_summary_is_the_mean() -> None:
     def one(seed: int, outcome_ok: bool) -> dict:
         rows = [grade(ANSWERABLE, Response("answered", "France [1]" if outcome_ok else "Spain [1]",

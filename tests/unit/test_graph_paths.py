@@ -447,3 +447,61 @@ async def test_one_word_question_is_not_searched_twice() -> None:
     assert kb.queries == ["pricing"]
     assert result.attempts == 1
     assert any(t.decision == "rewrite_repeats_query" for t in result.trail)
+
+
+HOURS = "The library closes at 14:00 on 24 and 31 December."
+
+
+async def test_not_found_lists_the_closest_documents_and_claims_nothing_from_them() -> None:
+    kb = ScriptedSource("knowledge_base", [found(
+        "knowledge_base",
+        finding(source_id="hours", text=HOURS, title="Opening hours", section="Holidays",
+                score=0.52),
+        finding(source_id="hours", text="Open 09:00 to 20:00.", title="Opening hours",
+                section="Weekdays", score=0.45),
+        finding(source_id="rooms", text="Rooms can be booked.", title="Rooms", score=0.31),
+        finding(source_id="fees", text="A new card costs EUR 4.", title="Fees", score=0.29),
+    )])
+    result = await aask(
+        "When do you shut on New Year's Eve?", graph=graph(None, knowledge_base=kb),
+        context=CTX,
+    )
+    assert result.status == "not_found" and result.citations == []
+    # one entry per document, its closest passage, best first; under 0.3 none
+    assert [(p.source_id, p.section, p.score) for p in result.closest] == [
+        ("hours", "Holidays", 0.52), ("rooms", None, 0.31)]
+    assert "14:00" not in result.answer and "[1]" not in result.answer  # a pointer, no claim
+
+
+async def test_no_closest_documents_after_an_answer_or_from_a_failed_source() -> None:
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
+    answered = await aask(
+        "What does the Pro plan cost?", graph=graph(None, knowledge_base=kb), context=CTX
+    )
+    assert answered.status == "answered" and answered.closest == []
+    down = ScriptedSource("knowledge_base", [failed("knowledge_base", "timeout")])
+    result = await aask(
+        "What does the Pro plan cost?", graph=graph(None, knowledge_base=down), context=CTX
+    )
+    assert result.status == "unavailable" and result.closest == []
+
+
+async def test_a_failed_source_does_not_hide_the_closest_documents_of_a_working_one() -> None:
+    kb = ScriptedSource("knowledge_base", [found(
+        "knowledge_base", finding(source_id="hours", text=HOURS, title="Opening hours",
+                                  score=0.4))])
+    web = ScriptedSource("web", [failed("web", "config")])
+    result = await aask(
+        "When do you shut on New Year's Eve?", sources=["knowledge_base", "web"],
+        graph=graph(None, knowledge_base=kb, web=web), context=CTX,
+    )
+    assert result.status == "unavailable"  # the failed source keeps absence unestablished
+    assert [p.source_id for p in result.closest] == ["hours"]
+    strict = await aask(
+        "When do you shut on New Year's Eve?", sources=["knowledge_base", "web"],
+        graph=graph(None, knowledge_base=kb, web=web),
+        context=Context(sources=["knowledge_base"], closest_threshold=0.5),
+    )
+    assert strict.closest == []

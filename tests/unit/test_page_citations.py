@@ -70,3 +70,19 @@ async def test_an_answer_from_a_pdf_passage_cites_its_page() -> None:
     assert result.status == "answered"
     assert [(c.source_id, c.page) for c in result.citations] == [("admin-guide", 4)]
     assert result.model_dump(mode="json")["citations"][0]["page"] == 4
+
+
+def test_the_cli_lists_the_closest_documents_apart_from_any_source() -> None:
+    from grounded_agent.schemas import Pointer
+
+    result = AgentResult(
+        question="q", status="not_found", answer="I could not find an answer.",
+        closest=[Pointer(source="knowledge_base", source_id="admin-guide", title="Admin guide",
+                         section="Admin guide > Single sign-on", page=4, score=0.52)],
+    )
+    text = render(result)
+    assert "Closest passages (none was judged to answer" in text
+    assert "  - Admin guide > Single sign-on, p. 4 (knowledge_base; id admin-guide, relevance 0.52)" \
+        in text
+    assert "Sources:" not in text  # a pointer is never listed as a source
+    assert "Closest" not in render(result.model_copy(update={"closest": []}))

@@ -29,7 +29,14 @@ from grounded_agent.prompts.answer import (
     UNAVAILABLE_TEXT,
 )
 from grounded_agent.prompts.sources import render_sources
-from grounded_agent.schemas import Citation, Confidence, Finding, SourceReport, ToolOutcome
+from grounded_agent.schemas import (
+    Citation,
+    Confidence,
+    Finding,
+    Pointer,
+    SourceReport,
+    ToolOutcome,
+)
 from grounded_agent.state import AgentState
 from grounded_agent.text import content_stems
 
@@ -44,6 +51,10 @@ TRANSLATE_FALLBACK = Fallback(
     "answer", "the answer is given in the language of its sources",
     where="the translation step", trail="translation skipped",
 )
+
+MAX_CLOSEST = 3
+"""Documents listed as the closest when nothing answered (Context.closest_threshold decides which
+may be)."""
 
 SOURCE_LABELS = {
     "knowledge_base": "the knowledge base",
@@ -127,6 +138,11 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         citations = []
         status = "unavailable" if failed else "not_found"
         text = _nothing_text(question, list(state.get("queries") or []), failed, worked)
+    # no answer: where to look, from the sources that were read (a document search's page
+    # already lists its documents)
+    closest = [] if citations or state.get("documents") else closest_passages(
+        outcomes_of(state), ctx.closest_threshold, MAX_CLOSEST
+    )
     trail.append(
         step(
             state,
@@ -141,6 +157,7 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         "status": status,
         "answer": text,
         "citations": citations,
+        "closest": closest,
         "attempts": int(state.get("attempt") or 1),
         "sources": reports,
         "warnings": warnings,
@@ -148,6 +165,28 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         "history": [{"question": question, "answer": text if citations else "", "status": status}],
         **nonempty(usage=reply.usage),
     }
+
+
+def closest_passages(outcomes: Sequence[ToolOutcome], floor: float, limit: int) -> list[Pointer]:
+    """The documents of the completed reads that came closest, best first, each with its closest
+    passage (three sections of one document would hide a second document).
+
+    Shown when nothing answered, so that a user whose words differ from the document's still
+    sees where to look. They are no citations: nothing in the answer rests on them."""
+    best: dict[tuple[str, str], Finding] = {}
+    for outcome in outcomes:
+        if outcome.status == "error":
+            continue
+        for f in outcome.items:
+            key = (f.source, f.source_id)
+            if f.score >= floor and (key not in best or f.score > best[key].score):
+                best[key] = f
+    ranked = sorted(best.values(), key=lambda f: f.score, reverse=True)[:limit]
+    return [
+        Pointer(source=f.source, source_id=f.source_id, title=f.title, section=f.section,
+                version=f.version, page=f.page, url=f.url, score=round(f.score, 4))
+        for f in ranked
+    ]
 
 
 def _messages(

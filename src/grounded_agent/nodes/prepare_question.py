@@ -74,6 +74,7 @@ async def prepare_question(
         "status": "",
         "answer": "",
         "citations": [],
+        "closest": [],
         "attempts": 1,
         "warnings": fresh(),
         "trail": fresh(trail),
