@@ -19,6 +19,18 @@ MIN_BIN = 5
 """Fewest questions of a kind a knowledge base needs for its line in `write_relevance_by_kb`."""
 
 
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend, or None without the dev extra."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
 def reliability_bins(
     points: Sequence[tuple[float | None, bool, bool]], n_bins: int = RELIABILITY_BINS
 ) -> list[dict[str, Any]]:
@@ -65,12 +77,8 @@ def write_reliability_plot(
     questions per bin beneath; None when matplotlib is not installed or there are no points."""
     if not any(b["n"] for b in bins):
         return None
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     mids = [(b["lo"] + b["hi"]) / 2 for b in bins]
@@ -112,12 +120,8 @@ def write_relevance_by_kb(
     with_hist = {kb: b for kb, b in bands.items() if b.get("hist")}
     if len(with_hist) < 2:
         return None
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     groups = [g for g in group_labels if any(g in b["hist"] for b in with_hist.values())]
@@ -153,12 +157,8 @@ def write_relevance_by_kb(
 def write_plots(rows: Sequence[Graded], directory: Path) -> list[Path]:
     """outcomes.png, scores.png and relevance.png; [] when matplotlib is not installed.
     (reliability.png is `write_reliability_plot`'s, from the report's bins.)"""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         return []
     directory.mkdir(parents=True, exist_ok=True)
     systems = [s for s in SYSTEMS if any(r.system == s for r in rows)]

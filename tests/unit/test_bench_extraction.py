@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 from evals.data import EvalQuestion
 from grounded_agent.context import Context
 from grounded_agent.schemas import Finding
 from tests.fakes import finding
+from tests.support.benchmarks import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench() -> ModuleType:
-    path = ROOT / "benchmarks" / "bench_extraction.py"
-    spec = importlib.util.spec_from_file_location("bench_extraction", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_extraction"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench()
+BENCH = load_benchmark("bench_extraction")
 CTX = Context()
 LOANS = "Books can be borrowed for 21 days. Loans can be renewed online."
 HOURS = "The library opens at 09:00 on weekdays. It closes at 20:00."

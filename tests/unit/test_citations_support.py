@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
 from grounded_agent.citations import SUPPORT_MIN, supports
 from grounded_agent.text import split_sentences
 from tests.fakes import finding
+from tests.support.benchmarks import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_support", ROOT / "benchmarks" / "bench_support.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_support"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench()
+BENCH = load_benchmark("bench_support")
 ROWS = BENCH.load()
 MEASURED = BENCH.measure(ROWS, SUPPORT_MIN)
 
