@@ -40,6 +40,7 @@ CONTRACT = {
     "documents",
     "search",
     "coverage_limited",
+    "closest",
 }
 
 

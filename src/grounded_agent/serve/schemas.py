@@ -93,6 +93,9 @@ class ClientConfigurable(BaseModel):
     low_threshold: float | None = Field(
         default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["low_threshold"]
     )
+    closest_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["closest_threshold"]
+    )
     top_k: int | None = Field(default=None, ge=1, le=10, description=_CONTEXT_DOCS["top_k"])
     wikipedia_language: str | None = Field(
         default=None, pattern=r"^[a-z]{2,12}$", description=_CONTEXT_DOCS["wikipedia_language"]
