@@ -34,20 +34,14 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the evaluation harness lives beside the package, not in it
 
-from evals.data import (  # noqa: E402
-    EvalQuestion,
-    EvalSet,
-    load_eval_set,
-    load_kb_dir,
-    load_swapped_set,
-    stratified_sample,
-)
+from evals.cli import build_parser, resolve_sets  # noqa: E402
+from evals.data import EvalQuestion, EvalSet, stratified_sample  # noqa: E402
 from evals.grading import contains_answer, gold_citation  # noqa: E402
 from grounded_agent.citations import check_answer  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
@@ -130,27 +124,26 @@ def _answerable(questions: Sequence[EvalQuestion]) -> list[EvalQuestion]:
 
 
 def sets(args: argparse.Namespace) -> list[tuple[str, EvalSet, list[EvalQuestion]]]:
+    """The knowledge bases `make eval` runs (its own discovery), with their answerable questions:
+    a SQuAD set's are the union of the seeds' samples."""
+    eval_args = build_parser().parse_args([
+        "--all", "--data", str(args.data), "--kbs-root", str(args.kbs_root),
+        "--sample", str(args.sample),
+    ])
+    specs, skipped = resolve_sets(eval_args)
+    for reason in skipped:
+        print(f"skipped {reason}", file=sys.stderr)
     out: list[tuple[str, EvalSet, list[EvalQuestion]]] = []
-    data: Path = args.data
-    if (data / "questions.jsonl").exists() and (data / "kb_corpus.jsonl").exists():
-        loaders: list[tuple[str, Callable[[], EvalSet]]] = [
-            ("SQuAD", lambda: load_eval_set(data / "questions.jsonl", data / "kb_corpus.jsonl"))
-        ]
-        if (data / "heldout_corpus.jsonl").exists():
-            loaders.append(("swapped SQuAD", lambda: load_swapped_set(data)))
-        for label, load in loaders:
-            es = load()
-            chosen: dict[str, EvalQuestion] = {}
-            for seed in args.seeds:
-                for q in stratified_sample(es.questions, args.sample, seed, kinds=("answerable",)):
-                    chosen.setdefault(q.id, q)
-            out.append((label, es, list(chosen.values())))
-    else:
-        print(f"SQuAD-derived data not found in {data}: the project's own knowledge bases only",
-              file=sys.stderr)
-    for kb in sorted(p for p in args.kbs_root.iterdir() if (p / "questions.jsonl").exists()):
-        es = load_kb_dir(kb)
-        out.append((kb.name, es, _answerable(es.questions)))
+    for spec in specs:
+        es = spec.load()
+        if not es.sampled:
+            out.append((spec.label, es, _answerable(es.questions)))
+            continue
+        chosen: dict[str, EvalQuestion] = {}
+        for seed in args.seeds:
+            for q in stratified_sample(es.questions, args.sample, seed, kinds=("answerable",)):
+                chosen.setdefault(q.id, q)
+        out.append((spec.label, es, list(chosen.values())))
     return out
 
 

@@ -246,13 +246,13 @@ def run_eval(args: argparse.Namespace) -> int:
             if bands:
                 print(f"\n{bands}")
     if not single and not args.no_plots:
-        _write_overlay(results, report_dir)
+        _write_relevance_by_kb(results, report_dir)
     if not args.json:
         print(f"\nreport: {report_dir}")
     return 1 if failures else 0
 
 
-def _write_overlay(results: dict[str, dict[str, Any]], report_dir: Path) -> None:
+def _write_relevance_by_kb(results: dict[str, dict[str, Any]], report_dir: Path) -> None:
     """relevance_by_kb.png in the report root: where each kind of question falls, every KB."""
     from evals.plots import write_relevance_by_kb
     from evals.report import BAND_GROUPS

@@ -13,8 +13,6 @@ from evals.grading import OUTCOMES, Graded
 
 COLOURS = {"correct": "#2e7d32", "abstained": "#9e9e9e", "wrong": "#ef6c00", "hallucinated": "#c62828"}
 RELIABILITY_BINS = 10
-RELIABILITY_CUTS = (0.55, 0.75)
-"""The graph's default cut-offs (Context's low and found thresholds), drawn where a run names none."""
 MIN_BIN = 5
 """Fewest questions of a kind a knowledge base needs for its line in `write_relevance_by_kb`."""
 

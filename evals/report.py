@@ -49,7 +49,8 @@ def build_report(
     """Metrics per system (by kind, by note, pooled, credited), retrieval, the full graph's
     targets and failure breakdown, and (given `best_scores`) the reliability bins and where each
     kind of question falls on the relevance scale."""
-    from evals.plots import RELIABILITY_CUTS, reliability_bins
+    from evals.plots import reliability_bins
+    from grounded_agent.schemas import DEFAULT_THRESHOLDS
 
     systems = [s for s in SYSTEMS if any(r.system == s for r in rows)]
     metrics = {s: system_metrics([r for r in rows if r.system == s]) for s in systems}
@@ -69,7 +70,7 @@ def build_report(
         low, found = meta.get("low_threshold"), meta.get("found_threshold")
         cuts = (  # the run's own cut-offs where it names them
             (float(low), float(found)) if low is not None and found is not None
-            else RELIABILITY_CUTS
+            else (DEFAULT_THRESHOLDS.low, DEFAULT_THRESHOLDS.found)
         )
         report["relevance_bands"] = relevance_bands(
             [(best_scores.get(qid), band_group(kinds[qid], gold_ranks.get(qid)))

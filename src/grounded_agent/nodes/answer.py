@@ -182,11 +182,9 @@ def closest_passages(outcomes: Sequence[ToolOutcome], floor: float, limit: int) 
             if f.score >= floor and (key not in best or f.score > best[key].score):
                 best[key] = f
     ranked = sorted(best.values(), key=lambda f: f.score, reverse=True)[:limit]
-    return [
-        Pointer(source=f.source, source_id=f.source_id, title=f.title, section=f.section,
-                version=f.version, page=f.page, url=f.url, score=round(f.score, 4))
-        for f in ranked
-    ]
+    fields = set(Pointer.model_fields)
+    return [Pointer(**{**f.model_dump(include=fields), "score": round(f.score, 4)})
+            for f in ranked]
 
 
 def _messages(
