@@ -232,11 +232,26 @@ def coverage(terms_: Mapping[str, float], text: str) -> float:
     return weighted_coverage(terms_, text)
 
 
+_CONDITION = re.compile(r"\b(?:if|unless|in case|since|because|as long as)\b[^,;?]*", re.IGNORECASE)
+
+
+def asked_part(question: str) -> str:
+    """The part of a question that asks, without what the user says about their own case.
+
+    "I'm billing a company in France ... How much VAT goes on the invoice?" asks about VAT, and
+    "... if I live at number 17?" about the rule for house numbers: the user's own circumstances
+    need not be named in a passage that answers."""
+    sentences = [s for s in re.split(r"(?<=[.?!])\s+", question.strip()) if s]
+    asking = [s for s in sentences if s.rstrip().endswith("?")] or sentences
+    return " ".join(_CONDITION.sub(" ", s) for s in asking)
+
+
 def missing_names(question: str, text: str) -> list[str]:
-    """Names and numbers of the question that the text lacks: the sign of a different entity."""
+    """Names and numbers that the question asks about and the text lacks: the sign of a different
+    entity (the user's own circumstances are left out: `asked_part`)."""
     present = {stem(t) for t in tokens(text)}
     missing: list[str] = []
-    words = _TOKEN.findall(question)
+    words = _TOKEN.findall(asked_part(question))
     for i, raw in enumerate(words):
         tok = _norm(raw)
         if not tok or not is_content(tok) or tok in QUESTION_LEADS:

@@ -10,6 +10,7 @@ from grounded_agent.extractive import extractive_draft
 from grounded_agent.schemas import Finding
 from grounded_agent.text import (
     answer_units,
+    asked_part,
     key_terms,
     match_credit,
     missing_names,
@@ -60,6 +61,20 @@ def test_coverage_and_support_use_the_same_stems() -> None:
 def test_names_missing_from_the_passage() -> None:
     assert missing_names("What does Contoso pay?", "Northwind pays 61,200 euros.") == ["Contoso"]
     assert missing_names("What does Northwind pay?", "Northwind pays 61,200 euros.") == []
+
+
+def test_the_users_own_circumstances_are_not_names_asked_about() -> None:
+    rule = "Odd house numbers water on Monday, even ones on Tuesday."
+    assert missing_names("Which day can I water if I live at number 17?", rule) == []
+    assert missing_names("Which day can Contoso water?", rule) == ["Contoso"]
+    vat = "Invoices to a business in another EU country carry 0% VAT (reverse charge)."
+    told = "I'm billing a company in France and I have their VAT number. How much VAT applies?"
+    assert missing_names(told, vat) == []
+    # a statement with no question mark is asked in full
+    assert missing_names("VAT rate for France", vat) == ["France"]
+    assert asked_part("If I'm a member, what does Contoso charge?").split() == [
+        ",", "what", "does", "Contoso", "charge?"
+    ]
 
 
 @pytest.mark.parametrize(
