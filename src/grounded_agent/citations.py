@@ -18,12 +18,18 @@ import contextvars
 import functools
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from grounded_agent.schemas import Citation, Finding
-from grounded_agent.text import SENTENCE_END, answer_units, looks_like_instruction, stem
+from grounded_agent.text import (
+    SENTENCE_END,
+    answer_units,
+    looks_like_instruction,
+    numbers_in,
+    stem,
+)
 
 MARKER = re.compile(
     r"\[\s*\^?\s*(?:sources?\s*:?\s*)?"
@@ -52,6 +58,10 @@ class Checked:
     removed_markers: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
     removed_urls: list[str] = field(default_factory=list)
+    doubted: list[tuple[str, list[int]]] = field(default_factory=list)
+    """Sentences removed only because the word check could not find them in their cited
+    passages, each with its valid marker numbers (1-based, into the sources): what a judge that
+    reads paraphrase may confirm (`check_answer(confirmed=...)`)."""
 
 
 # ------------------------------------------------------------------------------------ markers
@@ -312,10 +322,15 @@ def _terminate(text: str) -> str:
 # --------------------------------------------------------------------------------- the check
 
 
-def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
+def check_answer(
+    draft: str, sources: Sequence[Finding], confirmed: Collection[str] = ()
+) -> Checked:
     """Keeps only sentences whose markers resolve to sources in state and whose text they support.
 
-    Markers are renumbered in order of first use, so citations read [1], [2], ... .
+    Markers are renumbered in order of first use, so citations read [1], [2], ... . A sentence in
+    `confirmed` (a judge read its cited passages and found it stated there) skips the word check,
+    but never the rules kept in code: its markers must resolve, it must not read as an instruction,
+    and every figure it writes in digits must stand in its cited passages.
     """
     allowed_urls = {s.url for s in sources if s.url}
     removed_urls: list[str] = []
@@ -334,6 +349,7 @@ def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
     kept: list[tuple[str, list[int]]] = []
     removed_markers: list[str] = []
     unsupported: list[str] = []
+    doubted: list[tuple[str, list[int]]] = []
     for line in references:
         for m in MARKER.finditer(line):
             numbers, bad = marker_numbers(m.group(1))
@@ -353,9 +369,14 @@ def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
         if looks_like_instruction(bare):
             unsupported.append(bare)
             continue
-        cited = cited_sources(bare, [sources[n - 1] for n in valid])
+        cited_passages = [sources[n - 1] for n in valid]
+        if bare in confirmed and _digits_stated(bare, cited_passages):
+            kept.append((_terminate(bare), valid))
+            continue
+        cited = cited_sources(bare, cited_passages)
         if cited is None:
             unsupported.append(bare)
+            doubted.append((bare, valid))
             continue
         kept.append((_terminate(bare), [valid[i] for i in cited]))
 
@@ -383,7 +404,14 @@ def check_answer(draft: str, sources: Sequence[Finding]) -> Checked:
         )
         for old, new in order.items()
     ]
-    return Checked(" ".join(parts), citations, removed_markers, unsupported, removed_urls)
+    return Checked(" ".join(parts), citations, removed_markers, unsupported, removed_urls, doubted)
+
+
+def _digits_stated(sentence: str, passages: Sequence[Finding]) -> bool:
+    """Every figure the sentence writes in digits stands in the passages: a changed amount or
+    date is the one paraphrase no judge may confirm ("two weeks" for "14 days" has no digits)."""
+    stated = set().union(*(numbers_in(f"{p.title} {p.section or ''} {p.text}") for p in passages))
+    return numbers_in(sentence) <= stated
 
 
 def attach_markers(sentence: str, marks: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from grounded_agent.prompts.answer import ANSWER_SYSTEM, TRANSLATE_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
+from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.route_request import ROUTE_REQUEST_SYSTEM
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
@@ -133,6 +134,18 @@ class Context:
     )
     answer_system_prompt: str = field(
         default=ANSWER_SYSTEM, metadata={"description": "System prompt of the answer step."}
+    )
+    judge_support: bool = field(
+        default=True,
+        metadata={
+            "description": "LLM mode: sentences of the model's answer that the word check cannot "
+            "find in their cited sources (a paraphrase) are judged by the model in one more call; "
+            "False removes them unjudged."
+        },
+    )
+    check_support_system_prompt: str = field(
+        default=CHECK_SUPPORT_SYSTEM,
+        metadata={"description": "System prompt of the support judgement."},
     )
     translate_answer_system_prompt: str = field(
         default=TRANSLATE_ANSWER_SYSTEM,

@@ -275,6 +275,16 @@ class ConfidenceJudgement(BaseModel):
     can_answer: bool = Field(description="True only if the evidence alone answers the question.")
 
 
+class SupportJudgement(BaseModel):
+    """Structured output of the support check: the claims their cited sources state."""
+
+    supported: list[int] = Field(
+        default_factory=list,
+        description="Numbers of the claims whose cited sources state everything they say "
+        "(a paraphrase counts; an added, changed or generalised fact does not).",
+    )
+
+
 class SourceReport(BaseModel):
     source: SourceName
     status: OutcomeStatus

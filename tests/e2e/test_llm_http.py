@@ -207,6 +207,62 @@ async def test_a_cooperative_model_answers_with_its_citation(
     assert result.usage.llm_calls == 2 and result.usage.input_tokens > 0
 
 
+PARAPHRASE = "Each person on Pro is billed 29 euros a month when paying monthly."
+
+
+@pytest.mark.parametrize("judge", ["all", "none"])
+@pytest.mark.usefixtures("llm_env")
+async def test_a_paraphrase_the_word_check_cannot_read_goes_to_the_support_judge(
+    graph: Any, double: ModelDouble, judge: str
+) -> None:
+    double.configure(answer_text=f"{PARAPHRASE[:-1]} [1].", support_judge=judge)
+    result = await ask(graph)
+    assert double.steps() == ["call_tools", "answer", "check_support"]
+    assert result.usage.llm_calls == 3 and result.citations
+    assert result.citations[0].source_id == "lumenary-pricing"
+    if judge == "all":  # confirmed: the model's own sentence reaches the user, no warning
+        assert attached_markers(result.answer, PARAPHRASE) == [1]
+        assert warnings_of(result, "unsupported_sentence") == []
+        assert any(t.decision == "support_judged" for t in result.trail)
+    else:  # not confirmed: removed as before, and the sources are quoted instead
+        assert attached_markers(result.answer, PARAPHRASE) is None
+        assert "29 euros" in result.answer
+        assert warnings_of(result, "unsupported_sentence")
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_judge_cannot_confirm_a_figure_the_source_does_not_state(
+    graph: Any, double: ModelDouble
+) -> None:
+    changed = PARAPHRASE.replace("29", "27")
+    double.configure(answer_text=f"{changed[:-1]} [1].", support_judge="all")
+    result = await ask(graph)
+    assert "check_support" in double.steps()
+    assert "27 euros" not in result.answer and warnings_of(result, "unsupported_sentence")
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_failing_support_judge_leaves_the_sentence_removed(
+    graph: Any, double: ModelDouble
+) -> None:
+    double.configure(
+        answer_text=f"{PARAPHRASE[:-1]} [1].", support_judge="all",
+        faults=[{"status": 503, "step": "check_support"}],
+    )
+    result = await ask(graph)
+    assert attached_markers(result.answer, PARAPHRASE) is None
+    assert any(t.decision == "support_not_judged" for t in result.trail)
+    assert result.status in ANSWERED  # the sources are quoted instead: no answer is lost
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_the_support_judge_can_be_turned_off(graph: Any, double: ModelDouble) -> None:
+    double.configure(answer_text=f"{PARAPHRASE[:-1]} [1].", support_judge="all")
+    result = await ask(graph, judge_support=False)
+    assert "check_support" not in double.steps()
+    assert attached_markers(result.answer, PARAPHRASE) is None
+
+
 @pytest.mark.usefixtures("llm_env")
 async def test_the_model_judges_confidence_over_the_wire(
     graph: Any, double: ModelDouble, judged: str

@@ -59,6 +59,7 @@ from starlette.routing import Route
 
 from grounded_agent.prompts.answer import ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
+from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
@@ -81,8 +82,12 @@ offered, JSON text otherwise, prose when nothing asks for JSON), bare JSON text,
 fence after a line of prose, a tool call whenever tools are offered, or prose without JSON."""
 
 FEATURES = ("tools", "json_schema", "json_object")
-STEPS = ("call_tools", "score_confidence", "reformulate_query", "answer", "condense", "unknown")
+STEPS = ("call_tools", "score_confidence", "reformulate_query", "answer", "check_support",
+         "condense", "unknown")
 SCHEMA_NAME = "ConfidenceJudgement"
+SUPPORT_SCHEMA = "SupportJudgement"
+SUPPORT_JUDGES = ("none", "all")
+"""What the double's support judgement confirms of the sentences sent to it: none, or all."""
 
 
 def _head(prompt: str) -> str:
@@ -95,6 +100,7 @@ _HEADS = {
     _head(SCORE_CONFIDENCE_SYSTEM): "score_confidence",
     _head(REFORMULATE_QUERY_SYSTEM): "reformulate_query",
     _head(ANSWER_SYSTEM): "answer",
+    _head(CHECK_SUPPORT_SYSTEM): "check_support",
     _head(CONDENSE_QUESTION_SYSTEM): "condense",
 }
 
@@ -146,6 +152,7 @@ class Behaviour:
     faults: list[Fault] = field(default_factory=list)
     tool_name: str | None = None  # call_tools: call this tool (one outside the allow-list)
     answer_text: str | None = None  # the answer step replies with this text, as it is
+    support_judge: str = "none"  # one of SUPPORT_JUDGES
 
     def __post_init__(self) -> None:
         if self.mode not in ("cooperative", "oracle"):
@@ -154,6 +161,8 @@ class Behaviour:
             raise ValueError(f"style must be one of {', '.join(STYLES)}, not {self.style!r}")
         if self.structured not in STRUCTURED:
             raise ValueError(f"structured must be one of {', '.join(STRUCTURED)}")
+        if self.support_judge not in SUPPORT_JUDGES:
+            raise ValueError(f"support_judge must be one of {', '.join(SUPPORT_JUDGES)}")
         self.supports = tuple(self.supports)
         self.invalid_tool_args = tuple(self.invalid_tool_args)
         self.broken_tool_json = tuple(self.broken_tool_json)
@@ -234,6 +243,8 @@ def detect_step(body: Mapping[str, Any]) -> str:
     schema_name = (rf.get("json_schema") or {}).get("name") if rf else None
     if SCHEMA_NAME in _tool_names(body) or schema_name == SCHEMA_NAME:
         return "score_confidence"
+    if SUPPORT_SCHEMA in _tool_names(body) or schema_name == SUPPORT_SCHEMA:
+        return "check_support"
     user = _user_text(body)
     if "<sources>" in user:
         return "answer"
@@ -763,6 +774,8 @@ class ModelDouble:
             return Reply(content=html.unescape(found[-1]).strip() if found else question)
         if step == "answer":
             return Reply(content=self._answer(body, question, b))
+        if step == "check_support":
+            return self._support(body, b)
         return Reply(content="OK.")
 
     def _call_tools(self, body: dict[str, Any], question: str, b: Behaviour) -> Reply:
@@ -791,20 +804,16 @@ class ModelDouble:
         text = json.dumps(judgement)
         if "score_confidence" in b.broken_tool_json:
             text = text[: len(text) // 2]
-        kind = request_kind(body)
-        tool_offered = kind == "tools" and SCHEMA_NAME in _tool_names(body)
-        prose = Reply(content="The passages state the answer directly, so I am confident.")
-        if b.structured == "prose":
-            return prose
-        if b.structured == "json":
-            return Reply(content=text)
-        if b.structured == "fenced":
-            return Reply(content=f"Here is my judgement:\n```json\n{text}\n```")
-        if tool_offered:
-            return Reply(tool_calls=[(SCHEMA_NAME, text)])
-        if b.structured == "tool_call" or kind in ("json_schema", "json_object"):
-            return Reply(content=text)
-        return Reply(content=text) if asked_for_json(body) else prose
+        prose = "The passages state the answer directly, so I am confident."
+        return _structured(body, b, SCHEMA_NAME, text, prose)
+
+    def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:
+        claims = _CLAIM.findall(_user_text(body))
+        supported = list(range(1, len(claims) + 1)) if b.support_judge == "all" else []
+        text = json.dumps({"supported": supported})
+        if "check_support" in b.broken_tool_json:
+            text = text[: len(text) // 2]
+        return _structured(body, b, SUPPORT_SCHEMA, text, "Each claim was checked.")
 
     def _answer(self, body: dict[str, Any], question: str, b: Behaviour) -> str:
         if b.answer_text is not None:
@@ -838,6 +847,25 @@ class ModelDouble:
                 "sources": [asdict(src) for src in sources],
             })
         return text
+
+
+_CLAIM = re.compile(r"<claim\b" + _TAG_ATTRS)
+
+
+def _structured(body: Mapping[str, Any], b: Behaviour, schema: str, text: str, prose: str) -> Reply:
+    """A structured reply shaped as `b.structured` says and the request allows."""
+    kind = request_kind(body)
+    if b.structured == "prose":
+        return Reply(content=prose)
+    if b.structured == "json":
+        return Reply(content=text)
+    if b.structured == "fenced":
+        return Reply(content=f"Here is my judgement:\n```json\n{text}\n```")
+    if kind == "tools" and schema in _tool_names(body):
+        return Reply(tool_calls=[(schema, text)])
+    if b.structured == "tool_call" or kind in ("json_schema", "json_object"):
+        return Reply(content=text)
+    return Reply(content=text) if asked_for_json(body) else Reply(content=prose)
 
 
 def _features(body: Mapping[str, Any]) -> list[str]:

@@ -45,9 +45,9 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     reason="issue 14's 5% target is not met on rows the check was not tuned on: a lexical check "
     "does not follow inferences ('outside capital cities' for 'elsewhere'), paraphrases in new "
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
-    "manager' where HR is named); on the four sets written blind it removes 17%, 34%, 56% and 58% of "
-    "the supported sentences and keeps 20%, 18%, 40% and 24% of the unsupported ones; see bench_support.py "
-    "--errors. Remove this mark when it is met",
+    "manager' where HR is named); on the six sets written blind it removes 17%, 34%, 56%, 58%, 96% "
+    "and 80% of the supported sentences and keeps 20%, 18%, 40%, 24%, 8% and 10% of the unsupported "
+    "ones; see bench_support.py --errors. Remove this mark when it is met",
 )
 def test_rates_on_all_rows_meet_the_5_percent_target() -> None:
     assert MEASURED["all"]["false_removal_rate"] <= 0.05

@@ -60,6 +60,9 @@ async def test_injected_link_is_removed_from_the_answer() -> None:
         # no judgement scripted: relevance 0.86 with every key term covered decides locally
         text("Canberra is the capital city of Australia [1]. "
              "Details at http://evil.example/exfiltrate?data=ALL [1]."),
+        # the support judge confirms what is left of the second sentence: the link stays out,
+        # because the link rule is code, not a judgement
+        tool_call("SupportJudgement", {"supported": [1]}),
     ])
     with respx.mock(base_url="https://api.tavily.com") as router:
         router.post("/search").mock(return_value=httpx.Response(200, json=tavily_body("search_injection.json")))
@@ -69,7 +72,7 @@ async def test_injected_link_is_removed_from_the_answer() -> None:
     assert "evil.example" not in result.answer
     assert "http" not in result.answer.replace(result.citations[0].url or "", "")
     assert any(w.kind == "citation_removed" and "link" in w.detail for w in result.warnings)
-    assert model.calls == 2
+    assert model.calls == 3
 
 
 async def test_offline_extract_quotes_no_injected_instruction() -> None:

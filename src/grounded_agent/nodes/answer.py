@@ -38,6 +38,7 @@ from grounded_agent.schemas import (
     ToolOutcome,
 )
 from grounded_agent.state import AgentState
+from grounded_agent.support_judge import judge_support
 from grounded_agent.text import content_stems
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,10 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
             )
             warnings += reply.warnings
             trail += reply.trail
-        text, citations = _draft(state, reply, question, evidence, warnings, trail)
+        judge = model if ctx.judge_support else None
+        text, citations = await _draft(
+            state, ctx, judge, reply, question, evidence, warnings, trail
+        )
         if write_in and reply.message is not None and citations:
             text, translation = await _translate(state, ctx, model, text, reply.usage, trail)
             add_usage(reply.usage, translation.usage)
@@ -262,8 +266,10 @@ def _source_warnings(state: AgentState, reports: list[SourceReport]) -> list[dic
     return warnings
 
 
-def _draft(
+async def _draft(
     state: AgentState,
+    ctx: Context,
+    judge: Any,
     reply: ModelReply,
     question: str,
     evidence: list[Finding],
@@ -290,6 +296,8 @@ def _draft(
                 )
             )
     checked = check_answer(draft, evidence)
+    if how == "model" and checked.doubted and judge is not None:
+        checked = await _judge_support(state, ctx, judge, draft, evidence, checked, reply, trail)
     warnings.extend(_check_warnings(checked))
     if how == "model" and not checked.citations:
         # the model tried to answer, but no sentence kept a valid citation (a marker past the
@@ -317,6 +325,38 @@ def _draft(
         )
     )
     return checked.text, checked.citations
+
+
+async def _judge_support(
+    state: AgentState,
+    ctx: Context,
+    judge: Any,
+    draft: str,
+    evidence: list[Finding],
+    checked: Checked,
+    reply: ModelReply,
+    trail: list[dict[str, Any]],
+) -> Checked:
+    """The removed sentences judged by the model (support_judge.py); a failed, unreadable or
+    unaffordable judgement leaves the word check's verdict: removed."""
+    doubted = checked.doubted
+    judged = await judge_support(
+        judge, ctx, evidence, doubted, state=state, usage=reply.usage
+    )
+    if judged.confirmed is None:
+        trail.append(step(state, "answer", "support_not_judged",
+                          f"{len(doubted)} sentence(s) stay removed: {judged.why_not}"))
+        return checked
+    rechecked = (
+        check_answer(draft, evidence, confirmed=judged.confirmed) if judged.confirmed else checked
+    )
+    kept = len(checked.unsupported) - len(rechecked.unsupported)
+    trail.append(step(
+        state, "answer", "support_judged",
+        f"the model found {len(judged.confirmed)} of {len(doubted)} sentence(s) the word check "
+        f"could not confirm stated in their sources; {kept} kept",
+    ))
+    return rechecked
 
 
 def _check_warnings(checked: Checked) -> list[dict[str, Any]]:

@@ -66,3 +66,11 @@ def _element(tag: str, attrs: Sequence[tuple[str, object]], body: str) -> str:
         f' {name}="{escape_attribute(value)}"' for name, value in attrs if value is not None
     )
     return f"<{tag}{shown}>\n{escape_text(body)}\n</{tag}>"
+
+
+def render_claims(claims: Sequence[tuple[str, Sequence[int]]]) -> str:
+    """The numbered `<claim n="1" cites="2 3">` elements of the support judgement."""
+    return "\n".join(
+        _element("claim", [("n", n), ("cites", " ".join(str(c) for c in cites))], text)
+        for n, (text, cites) in enumerate(claims, 1)
+    )

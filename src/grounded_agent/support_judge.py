@@ -1,0 +1,60 @@
+"""The support judgement: the model reads the sentences the word check could not find in their
+cited passages, and names those the passages state.
+
+The word check (citations.support_verdict) reads quotes, not paraphrase: on the labelled sets
+written after it was frozen it removed 56-96% of supported paraphrases (bench_support.py). What
+the judge confirms still passes the rules kept in code (citations.check_answer)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from grounded_agent.context import Context
+from grounded_agent.prompts.check_support import CHECK_SUPPORT_USER
+from grounded_agent.prompts.sources import render_claims, render_sources
+from grounded_agent.schemas import Finding, SupportJudgement
+from grounded_agent.structured import structured_call
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The sentences the model found stated in their sources, or None and why it could not say."""
+
+    confirmed: list[str] | None
+    why_not: str = ""
+
+
+async def judge_support(
+    model: Any,
+    ctx: Context,
+    sources: Sequence[Finding],
+    doubted: Sequence[tuple[str, Sequence[int]]],
+    *,
+    state: Mapping[str, Any],
+    usage: dict[str, int],
+) -> Judged:
+    """One structured call over all doubted sentences (text, 1-based numbers of the sources it
+    cites); counts against the question's model budget like every other call."""
+    messages = [
+        SystemMessage(ctx.check_support_system_prompt),
+        HumanMessage(
+            CHECK_SUPPORT_USER.format(
+                sources=render_sources(sources), claims=render_claims(doubted)
+            )
+        ),
+    ]
+    outcome = await structured_call(
+        model, SupportJudgement, messages, state=state, ctx=ctx, usage=usage
+    )
+    if outcome.parsed is None:
+        if outcome.exhausted is not None:
+            return Judged(None, f"model budget spent ({outcome.exhausted})")
+        if outcome.failure is not None:
+            return Judged(None, "the model failed")
+        return Judged(None, "the judgement could not be read")
+    numbers = sorted({n for n in outcome.parsed.supported if 1 <= n <= len(doubted)})
+    return Judged([doubted[n - 1][0] for n in numbers])
