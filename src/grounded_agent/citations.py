@@ -26,6 +26,7 @@ from grounded_agent.schemas import Citation, Finding
 from grounded_agent.text import (
     SENTENCE_END,
     answer_units,
+    ends_with_abbreviation,
     looks_like_instruction,
     numbers_in,
     stem,
@@ -117,11 +118,6 @@ _REF_INLINE = re.compile(
 )
 _REF_ENTRY = re.compile(r"^\s*(?:[-*•+]\s*)?(?P<marks>(?:\[[^\]]{1,40}\]\s*)+)[:.\-–—)]?\s*(?P<rest>.*)$")
 _CLOSES = re.compile(r"[.!?][\"'”’)\]]*\s*$")
-_ABBREVIATIONS = frozenset({
-    "st", "mt", "dr", "mr", "mrs", "ms", "jr", "sr", "prof", "rev", "co", "corp", "inc", "ltd",
-    "no", "vol", "fig", "approx", "ca", "vs", "etc", "e.g", "i.e", "cf", "jan", "feb", "mar", "apr",
-    "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "p", "pp", "ch", "sec", "art",
-})
 _REF_WORDS = frozenset({
     "page", "pages", "section", "source", "sources", "updated", "retrieved", "accessed", "dated",
     "version", "document", "doc", "chunk", "passage", "pdf", "online", "web", "available", "see",
@@ -132,14 +128,7 @@ def _ends_with_abbreviation(text: str) -> bool:
     text = text.rstrip()
     if not text.endswith(".") or text[-2:-1].isspace():
         return False  # "Plan B [1]. Next": a marker stood before this full stop
-    last = text[:-1].rsplit(None, 1)[-1].lstrip("(\"'").lower() if text[:-1].strip() else ""
-    return last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()) or bool(
-        _INITIALISM.match(last)
-    )
-
-
-_INITIALISM = re.compile(r"^(?:[a-z]\.)+[a-z]$")
-"""Dotted initials ("U.S.", "U.K."): their last dot does not end a sentence."""
+    return ends_with_abbreviation(text)
 
 
 def _looks_like_reference(rest: str, numbers: list[int], sources: Sequence[Finding]) -> bool:

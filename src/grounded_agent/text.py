@@ -288,7 +288,7 @@ def split_sentences(text: str) -> list[str]:
             continue
         merged: list[str] = []
         for piece in (s.strip() for s in SENTENCE_END.split(block) if s.strip()):
-            if merged and _ends_with_abbreviation(merged[-1]):
+            if merged and ends_with_abbreviation(merged[-1]):
                 merged[-1] = f"{merged[-1]} {piece}"
             else:
                 merged.append(piece)
@@ -321,23 +321,28 @@ def _join_wrapped(text: str) -> str:
     return "\n".join(out)
 
 
-_ABBREVIATIONS = frozenset({
+ABBREVIATIONS = frozenset({
     "st", "mt", "ft", "dr", "mr", "mrs", "ms", "jr", "sr", "rep", "sen", "gov", "gen", "col",
     "capt", "lt", "sgt", "prof", "rev", "hon", "pres", "co", "corp", "inc", "ltd", "no", "vol",
-    "fig", "approx", "ca", "vs", "etc", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
-    "sept", "oct", "nov", "dec",
+    "fig", "approx", "ca", "vs", "etc", "e.g", "i.e", "cf", "p", "pp", "ch", "sec", "art",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
 })
+"""Words whose full stop does not end a sentence: one list for the sentence choice and the
+citation check, so both split a passage the same way."""
+
+_INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+"""Dotted initials ("U.S.", "U.K."): their last dot does not end a sentence."""
 
 
-def _ends_with_abbreviation(sentence: str) -> bool:
-    """A piece ending in "St." or an initial ("J.") continues into the next: not a sentence end."""
+def ends_with_abbreviation(sentence: str) -> bool:
+    """A piece ending in "St.", "e.g." or an initial ("J.") continues into the next one."""
     if not sentence.endswith("."):
         return False
-    last = sentence[:-1].rsplit(" ", 1)[-1].lstrip("(\"'")
+    last = sentence[:-1].rsplit(None, 1)[-1].lstrip("(\"'") if sentence[:-1].strip() else ""
     return (
-        last.lower() in _ABBREVIATIONS
-        or (len(last) == 1 and last.isupper())
-        or bool(re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", last))  # "U.S.", "U.K."
+        last.lower() in ABBREVIATIONS
+        or (len(last) == 1 and last.isalpha())
+        or bool(_INITIALISM.fullmatch(last))
     )
 
 

@@ -15,6 +15,7 @@ from grounded_agent.text import (
     match_credit,
     missing_names,
     numbers_in,
+    split_sentences,
     stem,
     support,
     term_weights,
@@ -165,3 +166,16 @@ def test_the_offline_answer_from_a_wrapped_passage_survives_the_support_check() 
     checked = check_answer(draft, [passage])
     assert checked.unsupported == []
     assert "25% below 99.5%" in checked.text
+
+
+def test_sentence_choice_and_citation_check_split_at_the_same_full_stops() -> None:
+    """One abbreviation list: "p." and "Lt." end no sentence for either, so a quoted sentence
+    is the same unit in the passage and in the checked answer."""
+    passage = Finding(
+        source="knowledge_base", source_id="guide", title="Refunds", score=0.9,
+        text="Refund forms are listed on p. 4 of the guide, signed by Lt. Jones. Call us first.",
+    )
+    assert split_sentences(passage.text)[0].endswith("signed by Lt. Jones.")
+    draft = extractive_draft("Where are the refund forms listed?", [passage], max_sentences=1)
+    checked = check_answer(draft, [passage])
+    assert checked.text == "Refund forms are listed on p. 4 of the guide, signed by Lt. Jones [1]."
