@@ -152,25 +152,68 @@ def tune(rows: list[dict[str, Any]]) -> tuple[float, list[tuple[float, dict[str,
     return best[0], sweep
 
 
+def _finding(row: dict[str, Any]) -> Finding:
+    return Finding(
+        source="knowledge_base", source_id="labelled", title=row["title"],
+        section=row.get("section"), text=row["passage"], score=0.9,
+    )
+
+
+def _draft(row: dict[str, Any]) -> str:
+    return f"{row['sentence'].rstrip()} [1]"
+
+
+def routes(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per set, where the answer step's word check leaves each sentence in LLM mode: decided alone
+    (a word-for-word quote of its passage), or sent to the model (removed, or kept without being
+    a quote). Unsupported sentences kept alone are what no judge sees."""
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        checked = check_answer(_draft(row), [_finding(row)])
+        sent = bool(checked.doubted or checked.paraphrased)
+        c = out.setdefault(row["set"], {"rows": 0, "sent": 0, "unsupported": 0,
+                                        "unsupported_kept_alone": 0})
+        c["rows"] += 1
+        c["sent"] += sent
+        if row["label"] == "unsupported":
+            c["unsupported"] += 1
+            c["unsupported_kept_alone"] += bool(checked.citations) and not sent
+    return out
+
+
+def oracle_verdicts(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool, str]]:
+    """The answer step's verdicts in LLM mode with a judge that is always right (the label):
+    what the pipeline itself loses or lets through, apart from how well a model judges."""
+    out = []
+    for row in rows:
+        finding, draft = _finding(row), _draft(row)
+        checked = check_answer(draft, [finding])
+        claims = checked.doubted + checked.paraphrased
+        if not claims:
+            out.append((row, bool(checked.citations), "word check"))
+            continue
+        right = {text: row["label"] == "supported" for text, _ in claims}
+        rechecked = check_answer(draft, [finding], judged=right)
+        out.append((row, bool(rechecked.citations), "oracle judge"))
+    return out
+
+
 def judged_verdicts(
     rows: list[dict[str, Any]], model: Any, ctx: Context
 ) -> list[tuple[dict[str, Any], bool, str]]:
-    """The answer step's verdicts in LLM mode: the word check, then the model's judgement of
-    what it removed, then the rules kept in code."""
+    """The answer step's verdicts in LLM mode: the word check, the model's judgement of what it
+    was unsure of, then the rules kept in code."""
 
     async def one(row: dict[str, Any]) -> tuple[dict[str, Any], bool, str]:
-        finding = Finding(
-            source="knowledge_base", source_id="labelled", title=row["title"],
-            section=row.get("section"), text=row["passage"], score=0.9,
-        )
-        draft = f"{row['sentence'].rstrip()} [1]"
+        finding, draft = _finding(row), _draft(row)
         checked = check_answer(draft, [finding])
-        if checked.citations or not checked.doubted:
+        claims = checked.doubted + checked.paraphrased
+        if not claims:
             return row, bool(checked.citations), "word check"
-        judged = await judge_support(model, ctx, [finding], checked.doubted, state={}, usage={})
-        if judged.confirmed is None:
-            return row, False, f"not judged: {judged.why_not}"
-        rechecked = check_answer(draft, [finding], confirmed=judged.confirmed)
+        judged = await judge_support(model, ctx, [finding], claims, state={}, usage={})
+        if judged.verdicts is None:
+            return row, bool(checked.citations), f"not judged: {judged.why_not}"
+        rechecked = check_answer(draft, [finding], judged=judged.verdicts)
         return row, bool(rechecked.citations), "judge"
 
     async def every() -> list[tuple[dict[str, Any], bool, str]]:
@@ -218,6 +261,23 @@ def main(argv: list[str] | None = None) -> int:
         fr = f"{r['false_removals']}/{r['supported']} = {r['false_removal_rate']:.1%}"
         fk = f"{r['false_keeps']}/{r['unsupported']} = {r['false_keep_rate']:.1%}"
         print(f"{name:8s} {r['rows']:5d} {fr:>20s} {fk:>20s}")
+    oracle = oracle_verdicts(rows + blind)
+    print()
+    print("LLM mode with a judge that is always right: what the pipeline's own rules lose")
+    for name in (*SETS, *BLIND_SETS):
+        part = [j for j in oracle if j[0].get("set") == name]
+        if part:
+            r = rates(part)
+            print(f"{name:8s} false removal {r['false_removals']}/{r['supported']} = "
+                  f"{r['false_removal_rate']:.1%}   false keep {r['false_keeps']}/"
+                  f"{r['unsupported']} = {r['false_keep_rate']:.1%}")
+    print()
+    print("LLM mode: sentences the word check sends to the model's judgement (removed, or kept")
+    print("but not a word-for-word quote), and unsupported ones it keeps alone (no judge sees them)")
+    for name, r in routes(rows + blind).items():
+        alone = f"{r['unsupported_kept_alone']}/{r['unsupported']}"
+        print(f"{name:8s} sent {r['sent']:3d} of {r['rows']:3d}   unsupported kept alone {alone:>7s}"
+              f" = {r['unsupported_kept_alone'] / max(r['unsupported'], 1):.1%}")
     if args.errors:
         print()
         for row, kept, reason in verdicts(rows + blind, threshold):

@@ -18,7 +18,7 @@ import contextvars
 import functools
 import html
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -62,7 +62,11 @@ class Checked:
     doubted: list[tuple[str, list[int]]] = field(default_factory=list)
     """Sentences removed only because the word check could not find them in their cited
     passages, each with its valid marker numbers (1-based, into the sources): what a judge that
-    reads paraphrase may confirm (`check_answer(confirmed=...)`)."""
+    reads paraphrase may confirm (`check_answer(judged=...)`)."""
+    paraphrased: list[tuple[str, list[int]]] = field(default_factory=list)
+    """Sentences the word check kept that do not quote whole sentences of a cited passage word for
+    word: where an added, changed, generalised or dropped detail would hide (a judge may refute
+    them)."""
 
 
 # ------------------------------------------------------------------------------------ markers
@@ -312,15 +316,17 @@ def _terminate(text: str) -> str:
 
 
 def check_answer(
-    draft: str, sources: Sequence[Finding], confirmed: Collection[str] = ()
+    draft: str, sources: Sequence[Finding], judged: Mapping[str, bool] | None = None
 ) -> Checked:
     """Keeps only sentences whose markers resolve to sources in state and whose text they support.
 
-    Markers are renumbered in order of first use, so citations read [1], [2], ... . A sentence in
-    `confirmed` (a judge read its cited passages and found it stated there) skips the word check,
-    but never the rules kept in code: its markers must resolve, it must not read as an instruction,
-    and every figure it writes in digits must stand in its cited passages.
+    Markers are renumbered in order of first use, so citations read [1], [2], ... . `judged` maps
+    sentences to what a judge that read their cited passages found: False removes the sentence;
+    True keeps it in place of the word check, but never in place of the rules kept in code (its
+    markers must resolve, it must not read as an instruction, and every figure it writes in
+    digits must stand in its cited passages).
     """
+    judged = judged or {}
     allowed_urls = {s.url for s in sources if s.url}
     removed_urls: list[str] = []
 
@@ -339,6 +345,7 @@ def check_answer(
     removed_markers: list[str] = []
     unsupported: list[str] = []
     doubted: list[tuple[str, list[int]]] = []
+    paraphrased: list[tuple[str, list[int]]] = []
     for line in references:
         for m in MARKER.finditer(line):
             numbers, bad = marker_numbers(m.group(1))
@@ -359,14 +366,21 @@ def check_answer(
             unsupported.append(bare)
             continue
         cited_passages = [sources[n - 1] for n in valid]
-        if bare in confirmed and _digits_stated(bare, cited_passages):
+        verdict = judged.get(bare)
+        if verdict is True and _digits_stated(bare, cited_passages):
             kept.append((_terminate(bare), valid))
             continue
-        cited = cited_sources(bare, cited_passages)
-        if cited is None:
+        if verdict is False:
+            unsupported.append(bare)
+            continue
+        words = support_verdict(bare, cited_passages)
+        if not words.supported:
             unsupported.append(bare)
             doubted.append((bare, valid))
             continue
+        if not _quoting(bare, cited_passages):  # a quote of whole sentences says what they say
+            paraphrased.append((bare, valid))
+        cited = words.contributing or list(range(len(cited_passages)))
         kept.append((_terminate(bare), [valid[i] for i in cited]))
 
     order: dict[int, int] = {}
@@ -393,7 +407,9 @@ def check_answer(
         )
         for old, new in order.items()
     ]
-    return Checked(" ".join(parts), citations, removed_markers, unsupported, removed_urls, doubted)
+    return Checked(
+        " ".join(parts), citations, removed_markers, unsupported, removed_urls, doubted, paraphrased
+    )
 
 
 def _digits_stated(sentence: str, passages: Sequence[Finding]) -> bool:
@@ -1720,16 +1736,6 @@ def _hedge_dropped(view: _ClaimView, window: _Toks) -> bool:
         if after and any(_found(k, content) for k in after):
             return True
     return False
-
-
-def cited_sources(sentence: str, findings: Sequence[Finding]) -> list[int] | None:
-    """Indices of the cited passages that support the sentence, or None if they do not.
-
-    With several markers, one whose passage shares nothing with the sentence is dropped."""
-    verdict = support_verdict(sentence, findings)
-    if not verdict.supported:
-        return None
-    return verdict.contributing or list(range(len(findings)))
 
 
 def supports(sentence: str, findings: Sequence[Finding], threshold: float = SUPPORT_MIN) -> bool:

@@ -1,9 +1,11 @@
-"""The support judgement: the model reads the sentences the word check could not find in their
-cited passages, and names those the passages state.
+"""The support judgement: the model reads the sentences the word check was unsure of, and names
+those their cited passages state.
 
 The word check (citations.support_verdict) reads quotes, not paraphrase: on the labelled sets
-written after it was frozen it removed 56-96% of supported paraphrases (bench_support.py). What
-the judge confirms still passes the rules kept in code (citations.check_answer)."""
+written after it was frozen it removed 56-96% of supported paraphrases and kept 8-40% of
+unsupported sentences (bench_support.py). So in LLM mode it decides alone only on a word-for-word
+quote of a cited passage; the sentences it removed and the paraphrases it kept go to the model.
+What the judge keeps still passes the rules kept in code (citations.check_answer)."""
 
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ from grounded_agent.structured import structured_call
 
 @dataclass(frozen=True)
 class Judged:
-    """The sentences the model found stated in their sources, or None and why it could not say."""
+    """For each sentence sent, whether the model found it stated in its cited sources; None and
+    why when it could not say."""
 
-    confirmed: list[str] | None
+    verdicts: dict[str, bool] | None
     why_not: str = ""
 
 
@@ -32,18 +35,18 @@ async def judge_support(
     model: Any,
     ctx: Context,
     sources: Sequence[Finding],
-    doubted: Sequence[tuple[str, Sequence[int]]],
+    claims: Sequence[tuple[str, Sequence[int]]],
     *,
     state: Mapping[str, Any],
     usage: dict[str, int],
 ) -> Judged:
-    """One structured call over all doubted sentences (text, 1-based numbers of the sources it
+    """One structured call over all the sentences (text, 1-based numbers of the sources it
     cites); counts against the question's model budget like every other call."""
     messages = [
         SystemMessage(ctx.check_support_system_prompt),
         HumanMessage(
             CHECK_SUPPORT_USER.format(
-                sources=render_sources(sources), claims=render_claims(doubted)
+                sources=render_sources(sources), claims=render_claims(claims)
             )
         ),
     ]
@@ -56,5 +59,5 @@ async def judge_support(
         if outcome.failure is not None:
             return Judged(None, "the model failed")
         return Judged(None, "the judgement could not be read")
-    numbers = sorted({n for n in outcome.parsed.supported if 1 <= n <= len(doubted)})
-    return Judged([doubted[n - 1][0] for n in numbers])
+    supported = set(outcome.parsed.supported)
+    return Judged({text: n in supported for n, (text, _) in enumerate(claims, 1)})

@@ -210,7 +210,7 @@ async def test_a_cooperative_model_answers_with_its_citation(
 PARAPHRASE = "Each person on Pro is billed 29 euros a month when paying monthly."
 
 
-@pytest.mark.parametrize("judge", ["all", "none"])
+@pytest.mark.parametrize("judge", ["all", "quotes", "none"])
 @pytest.mark.usefixtures("llm_env")
 async def test_a_paraphrase_the_word_check_cannot_read_goes_to_the_support_judge(
     graph: Any, double: ModelDouble, judge: str
@@ -224,10 +224,34 @@ async def test_a_paraphrase_the_word_check_cannot_read_goes_to_the_support_judge
         assert attached_markers(result.answer, PARAPHRASE) == [1]
         assert warnings_of(result, "unsupported_sentence") == []
         assert any(t.decision == "support_judged" for t in result.trail)
-    else:  # not confirmed: removed as before, and the sources are quoted instead
+    else:  # not confirmed (not a quote): removed, and the sources are quoted instead
         assert attached_markers(result.answer, PARAPHRASE) is None
         assert "29 euros" in result.answer
         assert warnings_of(result, "unsupported_sentence")
+
+
+@pytest.mark.parametrize("judge", ["quotes", "all"])
+@pytest.mark.usefixtures("llm_env")
+async def test_a_sentence_kept_without_every_word_found_is_judged_too(
+    graph: Any, double: ModelDouble, judge: str
+) -> None:
+    """"... paid by card" adds a detail the price list lacks; the word check keeps it (six of its
+    seven words are there), so the model judges it: refuted, it goes."""
+    added = "The Pro plan costs 29 euros per user per month on monthly billing, paid by card."
+    double.configure(answer_text=f"{added[:-1]} [1].", support_judge=judge)
+    result = await ask(graph)
+    assert double.steps() == ["call_tools", "answer", "check_support"]
+    if judge == "all":
+        assert attached_markers(result.answer, added) == [1]
+    else:
+        assert attached_markers(result.answer, added) is None
+        assert warnings_of(result, "unsupported_sentence")
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_quoting_model_is_not_judged(graph: Any, double: ModelDouble) -> None:
+    result = await ask(graph)
+    assert "check_support" not in double.steps() and result.usage.llm_calls == 2
 
 
 @pytest.mark.usefixtures("llm_env")

@@ -86,8 +86,9 @@ STEPS = ("call_tools", "score_confidence", "reformulate_query", "answer", "check
          "condense", "unknown")
 SCHEMA_NAME = "ConfidenceJudgement"
 SUPPORT_SCHEMA = "SupportJudgement"
-SUPPORT_JUDGES = ("none", "all")
-"""What the double's support judgement confirms of the sentences sent to it: none, or all."""
+SUPPORT_JUDGES = ("quotes", "all", "none")
+"""What the double's support judgement confirms of the sentences sent to it: those whose words
+stand, in order, in a source they cite (a careful reader of quotes); all; or none."""
 
 
 def _head(prompt: str) -> str:
@@ -152,7 +153,7 @@ class Behaviour:
     faults: list[Fault] = field(default_factory=list)
     tool_name: str | None = None  # call_tools: call this tool (one outside the allow-list)
     answer_text: str | None = None  # the answer step replies with this text, as it is
-    support_judge: str = "none"  # one of SUPPORT_JUDGES
+    support_judge: str = "quotes"  # one of SUPPORT_JUDGES
 
     def __post_init__(self) -> None:
         if self.mode not in ("cooperative", "oracle"):
@@ -808,8 +809,14 @@ class ModelDouble:
         return _structured(body, b, SCHEMA_NAME, text, prose)
 
     def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:
-        claims = _CLAIM.findall(_user_text(body))
-        supported = list(range(1, len(claims) + 1)) if b.support_judge == "all" else []
+        claims = claims_of(body)
+        texts = {src.n: normalise(src.text) for src in sources_of(body)}
+        supported = [
+            n for n, (claim, cites) in enumerate(claims, 1)
+            if b.support_judge == "all"
+            or (b.support_judge == "quotes"
+            and any(normalise(claim) in texts.get(c, "") for c in cites))
+        ]
         text = json.dumps({"supported": supported})
         if "check_support" in b.broken_tool_json:
             text = text[: len(text) // 2]
@@ -849,7 +856,16 @@ class ModelDouble:
         return text
 
 
-_CLAIM = re.compile(r"<claim\b" + _TAG_ATTRS)
+_CLAIM = re.compile(r"<claim" + _TAG_ATTRS + r"(.*?)</claim>", re.DOTALL)
+
+
+def claims_of(body: Mapping[str, Any]) -> list[tuple[str, list[int]]]:
+    """The support judgement's numbered claims: text and the source numbers each cites."""
+    out = []
+    for attrs, text in _CLAIM.findall(_user_text(body)):
+        cites = dict(_ATTR.findall(attrs)).get("cites", "")
+        out.append((html.unescape(text.strip()), [int(c) for c in cites.split() if c.isdigit()]))
+    return out
 
 
 def _structured(body: Mapping[str, Any], b: Behaviour, schema: str, text: str, prose: str) -> Reply:

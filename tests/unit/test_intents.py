@@ -87,16 +87,20 @@ async def test_ask_intent_is_todays_answer_in_the_same_number_of_calls() -> None
         tool_call("knowledge_base", {"query": "support Preisliste"}),
         judgement("HIGH", True),
         text("Support kommt per E-Mail innerhalb von 8 Stunden [1]."),
+        JUDGED_SUPPORTED,
     ])
     result = await aask("How fast is support?", graph=graph(model, store, kb), context=CTX)
     assert result.result_type == "answer"
     assert (result.documents, result.search, result.coverage_limited) == (None, None, False)
-    # routing, judgement, answer: the routing call was the tool choice, not an extra call
-    assert result.usage.llm_calls == model.calls == 3
+    # routing, judgement, answer and its support check (a paraphrase): the routing call was
+    # the tool choice, not an extra call
+    assert result.usage.llm_calls == model.calls == 4
     assert kb.queries == ["support Preisliste"]
     assert store.queries == []
 
 
+JUDGED_SUPPORTED = tool_call("SupportJudgement", {"supported": [1, 2]})
+"""The support judgement of a draft that shortens its sources' sentences: every sentence stated."""
 GERMAN_ANSWER = "Support per E-Mail innerhalb von 8 Stunden [1]. Support per Telefon rund um die Uhr [2]."
 RUSSIAN_ANSWER = "Поддержка по e-mail в течение 8 часов [1]. По телефону круглосуточно [2]."
 
@@ -113,6 +117,7 @@ async def test_search_and_ask_answers_only_within_the_page_in_the_asked_language
         }),
         judgement("HIGH", True),
         text(GERMAN_ANSWER),
+        JUDGED_SUPPORTED,
         text(RUSSIAN_ANSWER),
     ])
     result = await aask("Найди немецкие прайс-листы и сравни условия поддержки",
@@ -126,8 +131,9 @@ async def test_search_and_ask_answers_only_within_the_page_in_the_asked_language
     assert kb.queries == ["Support Reaktionszeit"]
     answer_prompt = str(model.received[2][0].content)
     assert "Answer in German, the language of the sources" in answer_prompt
-    assert "translate a checked answer into ru" in str(model.received[3][0].content)
-    assert result.usage.llm_calls == 4
+    assert "You check a drafted answer" in str(model.received[3][0].content)
+    assert "translate a checked answer into ru" in str(model.received[4][0].content)
+    assert result.usage.llm_calls == 5
     assert result.status in ("answered", "answered_with_caveat")
     assert result.answer.startswith(RUSSIAN_ANSWER) and len(result.citations) == 2
 
@@ -141,6 +147,7 @@ async def test_a_translation_that_loses_a_marker_is_not_shown() -> None:
                                      "query": "Support", "answer_language": "ru"}),
         judgement("HIGH", True),
         text(GERMAN_ANSWER),
+        JUDGED_SUPPORTED,
         text("Поддержка по e-mail в течение 8 часов [1]. По телефону круглосуточно."),
     ])
     result = await aask("Найди немецкие прайс-листы и сравни условия поддержки",
@@ -157,10 +164,11 @@ async def test_an_answer_in_the_sources_language_is_not_translated() -> None:
                                      "query": "Support", "answer_language": "de"}),
         judgement("HIGH", True),
         text(GERMAN_ANSWER),
+        JUDGED_SUPPORTED,
     ])
     result = await aask("Finde die Preislisten und vergleiche den Support",
                         graph=graph(model, store, kb), context=CTX)
-    assert result.usage.llm_calls == 3 and result.answer.startswith(GERMAN_ANSWER)
+    assert result.usage.llm_calls == 4 and result.answer.startswith(GERMAN_ANSWER)
     assert not any(t.decision.startswith("translat") for t in result.trail)
 
 

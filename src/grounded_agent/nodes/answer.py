@@ -296,7 +296,7 @@ async def _draft(
                 )
             )
     checked = check_answer(draft, evidence)
-    if how == "model" and checked.doubted and judge is not None:
+    if how == "model" and (checked.doubted or checked.paraphrased) and judge is not None:
         checked = await _judge_support(state, ctx, judge, draft, evidence, checked, reply, trail)
     warnings.extend(_check_warnings(checked))
     if how == "model" and not checked.citations:
@@ -337,24 +337,22 @@ async def _judge_support(
     reply: ModelReply,
     trail: list[dict[str, Any]],
 ) -> Checked:
-    """The removed sentences judged by the model (support_judge.py); a failed, unreadable or
-    unaffordable judgement leaves the word check's verdict: removed."""
-    doubted = checked.doubted
-    judged = await judge_support(
-        judge, ctx, evidence, doubted, state=state, usage=reply.usage
-    )
-    if judged.confirmed is None:
+    """The sentences the word check was unsure of, judged by the model (support_judge.py); a
+    failed, unreadable or unaffordable judgement leaves the word check's verdicts."""
+    claims = checked.doubted + checked.paraphrased
+    judged = await judge_support(judge, ctx, evidence, claims, state=state, usage=reply.usage)
+    if judged.verdicts is None:
         trail.append(step(state, "answer", "support_not_judged",
-                          f"{len(doubted)} sentence(s) stay removed: {judged.why_not}"))
+                          f"the word check's verdicts stand for {len(claims)} sentence(s): "
+                          f"{judged.why_not}"))
         return checked
-    rechecked = (
-        check_answer(draft, evidence, confirmed=judged.confirmed) if judged.confirmed else checked
-    )
-    kept = len(checked.unsupported) - len(rechecked.unsupported)
+    rechecked = check_answer(draft, evidence, judged=judged.verdicts)
+    kept = sum(judged.verdicts.values())
     trail.append(step(
         state, "answer", "support_judged",
-        f"the model found {len(judged.confirmed)} of {len(doubted)} sentence(s) the word check "
-        f"could not confirm stated in their sources; {kept} kept",
+        f"the model found {kept} of {len(claims)} sentence(s) the word check was unsure of "
+        f"stated in their sources ({len(checked.doubted)} it had removed, "
+        f"{len(checked.paraphrased)} it had kept that quote no source word for word)",
     ))
     return rechecked
 
