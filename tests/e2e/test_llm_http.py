@@ -219,6 +219,8 @@ async def test_a_paraphrase_the_word_check_cannot_read_goes_to_the_support_judge
     result = await ask(graph)
     assert double.steps() == ["call_tools", "answer", "check_support"]
     assert result.usage.llm_calls == 3 and result.citations
+    # the judge's prompt names no question; the double files it under the answer it checks
+    assert [r["question"] for r in double.requests] == [QUESTION] * 3
     assert result.citations[0].source_id == "lumenary-pricing"
     if judge == "all":  # confirmed: the model's own sentence reaches the user, no warning
         assert attached_markers(result.answer, PARAPHRASE) == [1]

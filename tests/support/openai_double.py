@@ -279,11 +279,16 @@ class Source:
     section: str = ""
 
 
-def sources_of(body: Mapping[str, Any]) -> list[Source]:
-    """The numbered sources of the answer step's <sources> block."""
+def _sources_block(body: Mapping[str, Any]) -> str:
+    """The text of the request's <sources> block ("" when it has none)."""
     user = _user_text(body)
     start, end = user.rfind("<sources>"), user.rfind("</sources>")
-    block = user[start + len("<sources>") : end] if 0 <= start < end else user
+    return user[start + len("<sources>") : end] if 0 <= start < end else ""
+
+
+def sources_of(body: Mapping[str, Any]) -> list[Source]:
+    """The numbered sources of the answer step's <sources> block."""
+    block = _sources_block(body) or _user_text(body)
     out = []
     for i, (attrs, text) in enumerate(_SOURCE.findall(block), 1):
         a = dict(_ATTR.findall(attrs))
@@ -627,6 +632,8 @@ class ModelDouble:
         """Cooperative drafts: question, style, draft, items (sentence, markers), sources."""
         self._lock = threading.Lock()
         self._fault_hits: dict[int, int] = {}
+        self._answered_from: dict[str, str] = {}
+        """An answer request's sources block -> its question (what a support judgement serves)."""
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -651,6 +658,7 @@ class ModelDouble:
             if reset:
                 self.requests.clear()
                 self.answers.clear()
+                self._answered_from.clear()
                 if self.oracle is not None:
                     self.oracle.drafts.clear()
             return self.behaviour
@@ -714,7 +722,7 @@ class ModelDouble:
             "tools": _tool_names(body),
             "tool_choice": body.get("tool_choice"),
             "response_format": _response_format(body).get("type"),
-            "question": question_of(body),
+            "question": self._question(step, body),
             "at": time.time(),
             "status": 200,
         }
@@ -748,6 +756,19 @@ class ModelDouble:
                 media_type="text/event-stream",
             )
         return JSONResponse(_completion(reply, str(body.get("model") or "double"), usage))
+
+    def _question(self, step: str, body: dict[str, Any]) -> str:
+        """The question a request serves. The support judgement's prompt names none (the judge
+        reads claims and sources only): it serves the answer whose sources block it repeats."""
+        block = _sources_block(body)
+        if step == "check_support":
+            with self._lock:
+                return self._answered_from.get(block, "")
+        question = question_of(body)
+        if step == "answer" and block:
+            with self._lock:
+                self._answered_from[block] = question
+        return question
 
     def _take_fault(self, behaviour: Behaviour, step: str) -> Fault | None:
         for i, f in enumerate(behaviour.faults):
