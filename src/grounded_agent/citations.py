@@ -22,13 +22,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
+from grounded_agent.quantities import figures_stated
 from grounded_agent.schemas import Citation, Finding
 from grounded_agent.text import (
     SENTENCE_END,
     answer_units,
     ends_with_abbreviation,
     looks_like_instruction,
-    numbers_in,
     stem,
 )
 
@@ -413,10 +413,12 @@ def check_answer(
 
 
 def _digits_stated(sentence: str, passages: Sequence[Finding]) -> bool:
-    """Every figure the sentence writes in digits stands in the passages: a changed amount or
-    date is the one paraphrase no judge may confirm ("two weeks" for "14 days" has no digits)."""
-    stated = set().union(*(numbers_in(f"{p.title} {p.section or ''} {p.text}") for p in passages))
-    return numbers_in(sentence) <= stated
+    """Every figure the sentence writes in digits stands in the passages, as written or as the
+    same quantity in another unit: a changed amount or date is the one paraphrase no judge may
+    confirm ("2 weeks" for "14 days" and "20%" for "a fifth" are the same figures)."""
+    return figures_stated(
+        sentence, "\n".join(f"{p.title}\n{p.section or ''}\n{p.text}" for p in passages)
+    )
 
 
 def attach_markers(sentence: str, marks: str) -> str:

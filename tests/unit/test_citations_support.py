@@ -309,10 +309,10 @@ def test_in_llm_mode_no_unsupported_sentence_escapes_the_judgement() -> None:
 
 
 def test_with_a_judge_that_is_always_right_the_pipeline_keeps_nothing_unsupported() -> None:
-    """What the design loses by itself: the digits rule may remove a converted figure, never
-    more than 8% of a set's supported sentences (measured: 0-8%, bench_support.py)."""
+    """What the design loses by itself: the digits rule may remove a figure it cannot convert,
+    never more than 6% of a set's supported sentences (measured: 0-6%, bench_support.py)."""
     judged = BENCH.oracle_verdicts(ALL_ROWS)
     for name in {r["set"] for r in ALL_ROWS}:
         rates = BENCH.rates([j for j in judged if j[0]["set"] == name])
         assert rates["false_keep_rate"] == 0.0, name
-        assert rates["false_removal_rate"] <= 0.08, name
+        assert rates["false_removal_rate"] <= 0.06, name
