@@ -314,6 +314,8 @@ async def test_each_citation_style_reaches_the_user(
     assert "Sources:" not in result.answer
     if style != "bullets":  # its introduction line is no claim, and may be reported as removed
         assert warnings_of(result, "unsupported_sentence") == [], draft["draft"]
+    # a quote is checked in code alone; a sentence that is no longer one is judged by the model
+    assert ("check_support" in double.steps()) == (style == "paraphrase")
 
 
 @pytest.mark.parametrize(

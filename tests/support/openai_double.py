@@ -73,8 +73,12 @@ STYLES = (
     "range",  # "X [1-2]."       one bracket, a range
     "bullets",  # "- X [1]" items  a list with an introduction line
     "sources_list",  # "X [1]. ... Sources: [1] Title" a trailing list of sources
+    "paraphrase",  # "To sum up: X [1]."  no longer a quote: the support judgement reads it
 )
 """Citation styles of the answer step; every one cites the quoted sentence's source."""
+LEAD_INS = ("To sum up:",)
+"""What the paraphrase style puts before a quoted sentence; the double's judge reads past it, as
+any careful judge would (it adds no fact)."""
 
 STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose")
 """How the confidence judgement comes back: as the request asks (a tool call when tools are
@@ -441,7 +445,9 @@ def render(items: Sequence[Item], style: str, sources: Sequence[Source]) -> str:
     for it in items:
         core, stop = _split_stop(it.sentence)
         marks = _marks(it.markers, style)
-        if style == "after_stop":
+        if style == "paraphrase":
+            parts.append(f"{LEAD_INS[0]} {core} {marks}{stop}")
+        elif style == "after_stop":
             parts.append(f"{core}{stop} {marks}")
         elif style == "no_space":
             parts.append(f"{core}{stop}{marks}")
@@ -836,7 +842,7 @@ class ModelDouble:
             n for n, (claim, cites) in enumerate(claims, 1)
             if b.support_judge == "all"
             or (b.support_judge == "quotes"
-            and any(normalise(claim) in texts.get(c, "") for c in cites))
+            and any(normalise(_without_lead_in(claim)) in texts.get(c, "") for c in cites))
         ]
         text = json.dumps({"supported": supported})
         if "check_support" in b.broken_tool_json:
@@ -878,6 +884,13 @@ class ModelDouble:
 
 
 _CLAIM = re.compile(r"<claim" + _TAG_ATTRS + r"(.*?)</claim>", re.DOTALL)
+
+
+def _without_lead_in(claim: str) -> str:
+    for lead in LEAD_INS:
+        if claim.startswith(lead):
+            return claim[len(lead):].strip()
+    return claim
 
 
 def claims_of(body: Mapping[str, Any]) -> list[tuple[str, list[int]]]:
