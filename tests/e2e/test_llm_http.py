@@ -256,6 +256,24 @@ async def test_a_quoting_model_is_not_judged(graph: Any, double: ModelDouble) ->
     assert "check_support" not in double.steps() and result.usage.llm_calls == 2
 
 
+@pytest.mark.parametrize(
+    ("supports", "last_kind"), [(("json_schema",), "json_schema"), ((), "text")],
+    ids=["json_schema_only", "text_only"],
+)
+@pytest.mark.usefixtures("llm_env")
+async def test_the_support_judgement_works_on_every_kind_of_server(
+    graph: Any, double: ModelDouble, supports: tuple[str, ...], last_kind: str
+) -> None:
+    """The judgement is a structured call like the confidence step's: a server without tools
+    (or without json_schema) answers it in the form it supports."""
+    double.configure(answer_text=f"{PARAPHRASE[:-1]} [1].", support_judge="all", supports=supports)
+    result = await ask(graph)
+    kinds = [r["kind"] for r in double.requests if r["step"] == "check_support"]
+    assert kinds and kinds[-1] == last_kind
+    assert attached_markers(result.answer, PARAPHRASE) == [1]
+    assert result.usage.llm_calls == len(double.requests) <= MAX_MODEL_CALLS
+
+
 @pytest.mark.usefixtures("llm_env")
 async def test_a_judge_cannot_confirm_a_figure_the_source_does_not_state(
     graph: Any, double: ModelDouble
