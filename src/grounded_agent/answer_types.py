@@ -58,6 +58,10 @@ _NUMBER_WORD = re.compile(
     r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
     r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|half|once|twice|first|second|"
     r"third|fourth|fifth|single|double)\b", _Q)
+_CARDINAL_WORD = re.compile(
+    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+    r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|half|once|twice|single|double)\b",
+    _Q)
 _MONTH_DAY = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
     r"(mon|tues|wednes|thurs|fri|satur|sun|week)days?|weekends?|noon|midnight|"
@@ -90,11 +94,13 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
     if kind is None:
         return True
     number = bool(_DIGIT.search(sentence) or _NUMBER_WORD.search(sentence))
+    # an ordinal counts no time: "the second floor" holds no duration, "two weeks" does
+    cardinal = bool(_DIGIT.search(sentence) or _CARDINAL_WORD.search(sentence))
     if kind == "phone":
         return len(re.findall(r"\d", sentence)) >= 3
     if kind == "amount":
         return number or bool(_MONEY.search(sentence))
-    duration = (number and bool(_UNIT.search(sentence))) or bool(_A_UNIT.search(sentence))
+    duration = (cardinal and bool(_UNIT.search(sentence))) or bool(_A_UNIT.search(sentence))
     if kind == "duration":
         return duration
     if kind == "frequency":

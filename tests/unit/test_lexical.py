@@ -123,6 +123,10 @@ def test_holds_type() -> None:
     assert holds_type("frequency", monthly)
     assert holds_type("duration", "Refunds usually take 5 to 10 business days to arrive.")
     assert holds_type("duration", "Boil the water for a minute before use.")
+    # an ordinal counts no time: a floor, a day of the month
+    assert not holds_type("duration", "Board games are kept on the second floor.")
+    assert not holds_type("duration", "Rent is due on the first day of the month.")
+    assert holds_type("duration", "Loans last two weeks.")
     assert holds_type("frequency", "The meter is read once a year.")
     assert not holds_type("frequency", "The meter is read by a technician.")
     assert holds_type("date", "Sprinklers may be used on Tuesdays and Saturdays.")

@@ -13,7 +13,7 @@ LOANS = finding(
 )
 GAMES = finding(
     source_id="games", title="Board games", score=0.9,
-    text="Board games can be borrowed by members. They are kept on the top floor, beside the cafe.",
+    text="Board games can be borrowed by members. They are kept on the second floor, beside the cafe.",
 )
 
 
