@@ -54,6 +54,8 @@ _TOPIC_WORDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 )
 
 _DIGIT = re.compile(r"\d")
+_CARDINAL_DIGITS = re.compile(r"\d(?![\d.,]*(?:st|nd|rd|th)\b)", re.IGNORECASE)
+"""A digit that is no ordinal ("1st", "22nd"): a count, an amount, a length of time."""
 _NUMBER_WORD = re.compile(
     r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
     r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|half|once|twice|first|second|"
@@ -95,7 +97,7 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
         return True
     number = bool(_DIGIT.search(sentence) or _NUMBER_WORD.search(sentence))
     # an ordinal counts no time: "the second floor" holds no duration, "two weeks" does
-    cardinal = bool(_DIGIT.search(sentence) or _CARDINAL_WORD.search(sentence))
+    cardinal = bool(_CARDINAL_DIGITS.search(sentence) or _CARDINAL_WORD.search(sentence))
     if kind == "phone":
         return len(re.findall(r"\d", sentence)) >= 3
     if kind == "amount":
@@ -108,5 +110,5 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
     if kind == "date":
         return number or bool(_MONTH_DAY.search(sentence))
     if kind == "number":
-        return number
+        return cardinal
     return bool(_CAPITAL.search(sentence))

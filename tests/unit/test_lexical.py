@@ -127,6 +127,10 @@ def test_holds_type() -> None:
     assert not holds_type("duration", "Board games are kept on the second floor.")
     assert not holds_type("duration", "Rent is due on the first day of the month.")
     assert holds_type("duration", "Loans last two weeks.")
+    # nor does it count anything: "how many" wants a count, not "the 1st"
+    assert not holds_type("number", "Exports run every month, on the 1st.")
+    assert holds_type("number", "Up to 25 schedules, on the 1st of each month.")
+    assert holds_type("date", "Exports run every month, on the 1st.")
     assert holds_type("frequency", "The meter is read once a year.")
     assert not holds_type("frequency", "The meter is read by a technician.")
     assert holds_type("date", "Sprinklers may be used on Tuesdays and Saturdays.")
