@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from grounded_agent.context import Context
+from grounded_agent.model_calls import BudgetExhausted
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_USER
 from grounded_agent.prompts.sources import render_claims, render_sources
 from grounded_agent.schemas import Finding, SupportJudgement
@@ -29,6 +30,8 @@ class Judged:
 
     verdicts: dict[str, bool] | None
     why_not: str = ""
+    failure: BaseException | None = None
+    exhausted: BudgetExhausted | None = None
 
 
 async def judge_support(
@@ -55,9 +58,10 @@ async def judge_support(
     )
     if outcome.parsed is None:
         if outcome.exhausted is not None:
-            return Judged(None, f"model budget spent ({outcome.exhausted})")
+            return Judged(None, f"model budget spent ({outcome.exhausted})",
+                          exhausted=outcome.exhausted)
         if outcome.failure is not None:
-            return Judged(None, "the model failed")
+            return Judged(None, "the model failed", failure=outcome.failure)
         return Judged(None, "the judgement could not be read")
     supported = set(outcome.parsed.supported)
     return Judged({text: n in supported for n, (text, _) in enumerate(claims, 1)})

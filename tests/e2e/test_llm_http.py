@@ -297,6 +297,20 @@ async def test_a_failing_support_judge_leaves_the_sentence_removed(
     assert attached_markers(result.answer, PARAPHRASE) is None
     assert any(t.decision == "support_not_judged" for t in result.trail)
     assert result.status in ANSWERED  # the sources are quoted instead: no answer is lost
+    # the user learns that the check ran without the model, and nothing technical
+    [told] = warnings_of(result, "model_unavailable")
+    assert "support check" in told and "503" not in told
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_spent_model_budget_leaves_the_word_check_and_says_so(
+    graph: Any, double: ModelDouble
+) -> None:
+    double.configure(answer_text=f"{PARAPHRASE[:-1]} [1].", support_judge="all")
+    result = await ask(graph, max_model_calls=2)  # the tool choice and the answer spend it
+    assert "check_support" not in double.steps() and result.usage.llm_calls == 2
+    assert attached_markers(result.answer, PARAPHRASE) is None
+    assert any("word by word" in w for w in warnings_of(result, "budget_exhausted"))
 
 
 @pytest.mark.usefixtures("llm_env")

@@ -48,6 +48,12 @@ FALLBACK = Fallback(
     budget_warning="answer extracted without the model", trail="extractive answer used",
 )
 
+SUPPORT_FALLBACK = Fallback(
+    "answer", "the answer's sentences were checked word by word only",
+    where="the support check",
+    budget_warning="the answer's sentences were checked word by word only",
+)
+
 TRANSLATE_FALLBACK = Fallback(
     "answer", "the answer is given in the language of its sources",
     where="the translation step", trail="translation skipped",
@@ -297,7 +303,9 @@ async def _draft(
             )
     checked = check_answer(draft, evidence)
     if how == "model" and (checked.doubted or checked.paraphrased) and judge is not None:
-        checked = await _judge_support(state, ctx, judge, draft, evidence, checked, reply, trail)
+        checked = await _judge_support(
+            state, ctx, judge, draft, evidence, checked, reply, warnings, trail
+        )
     warnings.extend(_check_warnings(checked))
     if how == "model" and not checked.citations:
         # the model tried to answer, but no sentence kept a valid citation (a marker past the
@@ -335,16 +343,22 @@ async def _judge_support(
     evidence: list[Finding],
     checked: Checked,
     reply: ModelReply,
+    warnings: list[dict[str, Any]],
     trail: list[dict[str, Any]],
 ) -> Checked:
     """The sentences the word check was unsure of, judged by the model (support_judge.py); a
-    failed, unreadable or unaffordable judgement leaves the word check's verdicts."""
+    failed, unreadable or unaffordable judgement leaves the word check's verdicts, and a failed
+    or unaffordable one says so to the user (the check was weaker than it should be)."""
     claims = checked.doubted + checked.paraphrased
     judged = await judge_support(judge, ctx, evidence, claims, state=state, usage=reply.usage)
     if judged.verdicts is None:
         trail.append(step(state, "answer", "support_not_judged",
                           f"the word check's verdicts stand for {len(claims)} sentence(s): "
                           f"{judged.why_not}"))
+        told, _ = SUPPORT_FALLBACK.report(
+            state, exhausted=judged.exhausted, failure=judged.failure
+        )
+        warnings.extend(told)
         return checked
     rechecked = check_answer(draft, evidence, judged=judged.verdicts)
     kept = sum(judged.verdicts.values())
