@@ -47,7 +47,8 @@ def test_rates_on_rows_not_tuned_on_do_not_get_worse() -> None:
     "words ('reserved in advance' for 'booked ahead') or a swapped role word ('sent to your "
     "manager' where HR is named); on the six sets written blind it removes 17%, 34%, 56%, 58%, 96% "
     "and 80% of the supported sentences and keeps 20%, 18%, 40%, 24%, 8% and 10% of the unsupported "
-    "ones; see bench_support.py --errors. Remove this mark when it is met",
+    "ones; see bench_support.py --errors. In LLM mode these sentences go to the model's support "
+    "judgement (support_judge.py). Remove this mark when the word check alone meets it",
 )
 def test_rates_on_all_rows_meet_the_5_percent_target() -> None:
     assert MEASURED["all"]["false_removal_rate"] <= 0.05
