@@ -816,3 +816,33 @@ async def test_langgraph_dev_with_a_failing_model_answers_from_the_knowledge_bas
     assert isinstance(out, dict)
     assert out["status"] == "answered", out
     assert len(warnings_of(out, "model_unavailable")) == 2
+
+
+@pytest.mark.parametrize("judge", ["all", "none"])
+def test_bench_support_judge_measures_through_a_model_server(
+    double: ModelDouble, base_url: str, judge: str
+) -> None:
+    """`bench_support.py --judge` runs the labelled rows through a model server: a judge that
+    confirms everything keeps the judged rows (the digits rule aside), and one that confirms
+    nothing removes every judged row."""
+    import httpx
+    from langchain_openai import ChatOpenAI
+
+    from tests.support.benchmarks import load_benchmark
+
+    bench = load_benchmark("bench_support")
+    double.configure(support_judge=judge)
+    ctx = Context()
+    rows = [r for r in bench.load() if r["set"] == "tune"][:12]
+    # its own HTTP client: the benchmark runs its own event loop, once per call
+    model = ChatOpenAI(model=ctx.model, base_url=base_url, api_key="test",
+                       http_async_client=httpx.AsyncClient())
+    judged = bench.judged_verdicts(rows, model, ctx)
+    assert {how for _, _, how in judged} <= {"judge", "word check"}
+    assert "judge" in {how for _, _, how in judged}
+    assert double.steps().count("check_support") == sum(how == "judge" for _, _, how in judged)
+    for row, kept, how in judged:
+        if how == "judge" and judge == "none":
+            assert not kept, row["sentence"]
+    if judge == "all":
+        assert sum(kept for _, kept, how in judged if how == "judge") >= 10
