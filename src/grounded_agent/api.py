@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,6 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict, Unpack
 
+from grounded_agent.blocking import run_blocking
 from grounded_agent.context import Context, parse_sources
 from grounded_agent.schemas import (
     AgentResult,
@@ -95,7 +95,7 @@ async def aask(question: str, **options: Unpack[AskOptions]) -> AgentResult:
 
 def ask(question: str, **options: Unpack[AskOptions]) -> AgentResult:
     """Blocking form of `aask`, for scripts and notebooks without a running event loop."""
-    return asyncio.run(arun(question, **options))
+    return run_blocking(arun(question, **options))
 
 
 async def arun(

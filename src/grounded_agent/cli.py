@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grounded_agent.blocking import run_blocking
 from grounded_agent.documents import DocumentQuery
 from grounded_agent.sample import SAMPLE_KB, SAMPLE_QUESTIONS
 from grounded_agent.schemas import AgentResult, InvalidQuestion
@@ -186,7 +186,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             _progress(node, update)
 
     try:
-        result = asyncio.run(
+        result = run_blocking(
             arun(
                 args.question,
                 sources=args.sources,
@@ -219,7 +219,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     except InvalidQuestion as exc:
         print(f"grounded-agent: invalid search: {exc}", file=sys.stderr)
         return 2
-    result = asyncio.run(asearch(query))
+    result = run_blocking(asearch(query))
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
@@ -389,7 +389,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("=" * 78)
         where = f", sources: {', '.join(sources)}" if sources else ""
         print(f"Q: {question}\n   (demo case: {expected}{where})")
-        result = asyncio.run(arun(question, sources=sources))
+        result = run_blocking(arun(question, sources=sources))
         tally[result.status] = tally.get(result.status, 0) + 1
         if result.status not in DEMO_EXPECTED.get(expected, {result.status}):
             misses.append(f"  - {question} (expected {expected}, got {result.status})")

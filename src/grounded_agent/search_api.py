@@ -7,7 +7,6 @@ next page. Given the `previous` result of a combined request, the next page keep
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from datetime import date
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import TypedDict, Unpack
 
+from grounded_agent.blocking import run_blocking
 from grounded_agent.documents import DocumentList, DocumentQuery, listing_text, parse_query
 from grounded_agent.schemas import AgentResult
 
@@ -140,4 +140,4 @@ def search(
     **options: Unpack[SearchOptions],
 ) -> AgentResult:
     """Blocking form of `asearch`, for scripts and notebooks without a running event loop."""
-    return asyncio.run(asearch(text, **options))
+    return run_blocking(asearch(text, **options))

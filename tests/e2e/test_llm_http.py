@@ -846,3 +846,17 @@ def test_bench_support_judge_measures_through_a_model_server(
             assert not kept, row["sentence"]
     if judge == "all":
         assert sum(kept for _, kept, how in judged if how == "judge") >= 10
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_the_blocking_api_asks_the_model_again_and_again(graph: Any, double: ModelDouble) -> None:
+    """A script calling ask() three times: each call reaches the model. With a fresh event loop
+    per call (asyncio.run), the model's cached HTTP client stayed on the first, closed loop and
+    every later call fell back offline with a model_unavailable warning."""
+    from grounded_agent import ask as ask_blocking
+
+    for _ in range(3):
+        result = ask_blocking(QUESTION, graph=graph, context=Context(sources=["knowledge_base"]))
+        assert result.status == "answered" and result.warnings == [], result.warnings
+        assert result.usage.llm_calls == 2
+    assert double.steps() == ["call_tools", "answer"] * 3
