@@ -4,6 +4,7 @@ The budgeted way to call the model is `grounded_agent.model_calls`."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
@@ -45,16 +46,25 @@ def _model_timeout(ctx: Context) -> float:
 
 def _model_key(ctx: Context) -> tuple[Hashable, ...]:
     """What makes one default chat model differ from another, read at each call: model name,
-    base URL and timeout, and (as a digest) the key, so a changed environment builds anew."""
+    base URL and timeout, (as a digest) the key, so a changed environment builds anew, and the
+    event loop it runs on (its HTTP connections belong to one loop)."""
     secret = hashlib.sha256((os.environ.get("OPENAI_API_KEY") or "").encode()).hexdigest()
     base_url = os.environ.get("OPENAI_BASE_URL") or None
-    return (ctx.model, base_url, _model_timeout(ctx), llm_configured(), secret)
+    return (ctx.model, base_url, _model_timeout(ctx), llm_configured(), secret, _loop_id())
+
+
+def _loop_id() -> int | None:
+    try:
+        return id(asyncio.get_running_loop())
+    except RuntimeError:
+        return None
 
 
 def default_chat_model(ctx: Context) -> BaseChatModel | None:
     """ChatOpenAI when a key or base URL is set, else None: the agent then runs offline."""
     if not llm_configured():
         return None
+    import httpx
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
@@ -65,6 +75,9 @@ def default_chat_model(ctx: Context) -> BaseChatModel | None:
         timeout=_model_timeout(ctx),
         max_retries=1,
         stream_usage=True,  # token counts (and the token budget) also when streaming
+        # its own connections: langchain-openai's shared client belongs to the first event loop
+        # that used it, and a thread of its own runs another (blocking.py)
+        http_async_client=httpx.AsyncClient(timeout=_model_timeout(ctx)),
     )
 
 

@@ -860,3 +860,23 @@ def test_the_blocking_api_asks_the_model_again_and_again(graph: Any, double: Mod
         assert result.status == "answered" and result.warnings == [], result.warnings
         assert result.usage.llm_calls == 2
     assert double.steps() == ["call_tools", "answer"] * 3
+
+
+@pytest.mark.usefixtures("llm_env")
+def test_the_blocking_api_reaches_the_model_from_several_threads(
+    graph: Any, double: ModelDouble
+) -> None:
+    """A web app or a worker pool calling ask() from its own threads: each thread runs its own
+    event loop, and the default model's connections belong to the loop that opened them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grounded_agent import ask as ask_blocking
+
+    def one(_: int) -> AgentResult:
+        return ask_blocking(QUESTION, graph=graph, context=Context(sources=["knowledge_base"]))
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(one, range(6)))
+    for result in results:
+        assert result.status == "answered" and result.warnings == [], result.warnings
+    assert double.steps().count("answer") == 6
