@@ -4,7 +4,8 @@ those their cited passages state.
 The word check (citations.support_verdict) reads quotes, not paraphrase: on the labelled sets
 written after it was frozen it removed 56-96% of supported paraphrases and kept 8-40% of
 unsupported sentences (bench_support.py). So in LLM mode it decides alone only on a word-for-word
-quote of a cited passage; the sentences it removed and the paraphrases it kept go to the model.
+quote of whole sentences of a cited passage; the sentences it removed and the paraphrases it kept
+go to the model.
 What the judge keeps still passes the rules kept in code (citations.check_answer)."""
 
 from __future__ import annotations
