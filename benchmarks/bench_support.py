@@ -33,8 +33,9 @@ for the paraphrases a chat model writes (equivalent units such as "two weeks" fo
 merged facts, list items) and for fluent unsupported sentences; measured once with the check
 frozen: 48/50 = 96.0% and 40/50 = 80.0% false removal, 4/50 = 8.0% and 5/50 = 10.0% false keep.
 The word check reads quotes, not paraphrase: in LLM mode the answer step asks the model to judge
-the sentences it removes (nodes/answer.py, Context.judge_support); these rows measure the word
-check alone.
+every sentence that does not quote whole passage sentences (support_judge.py,
+Context.judge_support); the rates above measure the word check alone, the routing and the
+oracle-judge rates below what LLM mode adds.
 "all" is the first three sets.
 
 The script prints, per set, the false-removal rate (supported sentences the check removes) and
@@ -44,10 +45,10 @@ keeping an unsupported sentence is the worse error), then reports every set at t
 
     .venv/bin/python benchmarks/bench_support.py [--tune] [--errors] [--json] [--judge]
 
-`--judge` measures what LLM mode does: every sentence the word check removes goes to the model
-configured as for the agent (OPENAI_API_KEY and/or OPENAI_BASE_URL, GROUNDED_AGENT_MODEL), one
-call per removed sentence, through the answer step's own `check_answer` and `judge_support`.
-Without a model configured it says so and exits with 2.
+`--judge` measures what LLM mode does: every sentence the word check does not decide alone goes to
+the model configured as for the agent (OPENAI_API_KEY and/or OPENAI_BASE_URL,
+GROUNDED_AGENT_MODEL), one call per such sentence, through the answer step's own `check_answer`
+and `judge_support`. Without a model configured it says so and exits with 2.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,7 @@ from grounded_agent.citations import SUPPORT_MIN, check_answer, support_verdict
 from grounded_agent.context import Context
 from grounded_agent.deps import default_chat_model
 from grounded_agent.schemas import Finding
-from grounded_agent.support_judge import judge_support
+from grounded_agent.support_judge import Judged, judge_support
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "support_labelled.jsonl"
 SETS = ("tune", "heldout", "fresh")
@@ -165,8 +167,8 @@ def _draft(row: dict[str, Any]) -> str:
 
 def routes(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """Per set, where the answer step's word check leaves each sentence in LLM mode: decided alone
-    (a word-for-word quote of its passage), or sent to the model (removed, or kept without being
-    a quote). Unsupported sentences kept alone are what no judge sees."""
+    (a quote of whole passage sentences), or sent to the model (removed, or kept without being
+    such a quote). Unsupported sentences kept alone are what no judge sees."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         checked = check_answer(_draft(row), [_finding(row)])
@@ -181,45 +183,55 @@ def routes(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return out
 
 
-def oracle_verdicts(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool, str]]:
-    """The answer step's verdicts in LLM mode with a judge that is always right (the label):
-    what the pipeline itself loses or lets through, apart from how well a model judges."""
-    out = []
-    for row in rows:
-        finding, draft = _finding(row), _draft(row)
-        checked = check_answer(draft, [finding])
-        claims = checked.doubted + checked.paraphrased
-        if not claims:
-            out.append((row, bool(checked.citations), "word check"))
-            continue
-        right = {text: row["label"] == "supported" for text, _ in claims}
-        rechecked = check_answer(draft, [finding], judged=right)
-        out.append((row, bool(rechecked.citations), "oracle judge"))
-    return out
+Verdict = tuple[dict[str, Any], bool, str]
+Judge = Callable[[dict[str, Any], Finding, list[tuple[str, list[int]]]], Awaitable[Judged]]
 
 
-def judged_verdicts(
-    rows: list[dict[str, Any]], model: Any, ctx: Context
-) -> list[tuple[dict[str, Any], bool, str]]:
-    """The answer step's verdicts in LLM mode: the word check, the model's judgement of what it
-    was unsure of, then the rules kept in code."""
+async def _in_llm_mode(row: dict[str, Any], judge: Judge) -> Verdict:
+    """One row as the answer step treats it in LLM mode: the word check, the judgement of what
+    it does not decide alone, then the rules kept in code."""
+    finding, draft = _finding(row), _draft(row)
+    checked = check_answer(draft, [finding])
+    claims = checked.doubted + checked.paraphrased
+    if not claims:
+        return row, bool(checked.citations), "word check"
+    judged = await judge(row, finding, claims)
+    if judged.verdicts is None:
+        return row, bool(checked.citations), f"not judged: {judged.why_not}"
+    rechecked = check_answer(draft, [finding], judged=judged.verdicts)
+    return row, bool(rechecked.citations), "judge"
 
-    async def one(row: dict[str, Any]) -> tuple[dict[str, Any], bool, str]:
-        finding, draft = _finding(row), _draft(row)
-        checked = check_answer(draft, [finding])
-        claims = checked.doubted + checked.paraphrased
-        if not claims:
-            return row, bool(checked.citations), "word check"
-        judged = await judge_support(model, ctx, [finding], claims, state={}, usage={})
-        if judged.verdicts is None:
-            return row, bool(checked.citations), f"not judged: {judged.why_not}"
-        rechecked = check_answer(draft, [finding], judged=judged.verdicts)
-        return row, bool(rechecked.citations), "judge"
 
-    async def every() -> list[tuple[dict[str, Any], bool, str]]:
-        return [await one(row) for row in rows]
+def _every(rows: list[dict[str, Any]], judge: Judge) -> list[Verdict]:
+    async def run() -> list[Verdict]:
+        return [await _in_llm_mode(row, judge) for row in rows]
 
-    return asyncio.run(every())
+    return asyncio.run(run())
+
+
+def oracle_verdicts(rows: list[dict[str, Any]]) -> list[Verdict]:
+    """LLM mode with a judge that is always right (the label): what the pipeline itself loses
+    or lets through, apart from how well a model judges."""
+
+    async def labels(row: dict[str, Any], _: Finding, claims: list[tuple[str, list[int]]]) -> Judged:
+        return Judged({text: row["label"] == "supported" for text, _ in claims})
+
+    return _every(rows, labels)
+
+
+def judged_verdicts(rows: list[dict[str, Any]], model: Any, ctx: Context) -> list[Verdict]:
+    """LLM mode with `model` as the judge, through the answer step's own `judge_support`."""
+
+    async def ask(_: dict[str, Any], finding: Finding, claims: list[tuple[str, list[int]]]) -> Judged:
+        return await judge_support(model, ctx, [finding], claims, state={}, usage={})
+
+    return _every(rows, ask)
+
+
+def _rates_line(name: str, r: dict[str, Any]) -> str:
+    fr = f"{r['false_removals']}/{r['supported']} = {r['false_removal_rate']:.1%}"
+    fk = f"{r['false_keeps']}/{r['unsupported']} = {r['false_keep_rate']:.1%}"
+    return f"{name:8s} {r['rows']:5d} {fr:>20s} {fk:>20s}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--errors", action="store_true", help="list every wrong verdict")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--judge", action="store_true",
-                        help="LLM mode: the configured model judges what the word check removes")
+                        help="LLM mode: the configured model judges what the word check does not "
+                        "decide alone")
     args = parser.parse_args(argv)
     if args.judge:
         return _main_judged()
@@ -257,23 +270,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"support check at threshold {threshold:.2f} ({ms:.1f} ms per sentence)")
     print(f"{'set':8s} {'rows':>5s} {'false removal':>20s} {'false keep':>20s}")
     for name in (*SETS, "all", *(b for b in BLIND_SETS if any(r["set"] == b for r in blind))):
-        r = result[name]
-        fr = f"{r['false_removals']}/{r['supported']} = {r['false_removal_rate']:.1%}"
-        fk = f"{r['false_keeps']}/{r['unsupported']} = {r['false_keep_rate']:.1%}"
-        print(f"{name:8s} {r['rows']:5d} {fr:>20s} {fk:>20s}")
+        print(_rates_line(name, result[name]))
     oracle = oracle_verdicts(rows + blind)
     print()
     print("LLM mode with a judge that is always right: what the pipeline's own rules lose")
     for name in (*SETS, *BLIND_SETS):
         part = [j for j in oracle if j[0].get("set") == name]
         if part:
-            r = rates(part)
-            print(f"{name:8s} false removal {r['false_removals']}/{r['supported']} = "
-                  f"{r['false_removal_rate']:.1%}   false keep {r['false_keeps']}/"
-                  f"{r['unsupported']} = {r['false_keep_rate']:.1%}")
+            print(_rates_line(name, rates(part)))
     print()
     print("LLM mode: sentences the word check sends to the model's judgement (removed, or kept")
-    print("but not a word-for-word quote), and unsupported ones it keeps alone (no judge sees them)")
+    print("but not a quote of whole passage sentences), and unsupported ones it keeps alone")
     for name, r in routes(rows + blind).items():
         alone = f"{r['unsupported_kept_alone']}/{r['unsupported']}"
         print(f"{name:8s} sent {r['sent']:3d} of {r['rows']:3d}   unsupported kept alone {alone:>7s}"
@@ -296,17 +303,14 @@ def _main_judged() -> int:
         return 2
     rows = load() + load_blind()
     judged = judged_verdicts(rows, model, ctx)
-    print(f"word check + the judgement of {ctx.model} on what it removed")
+    print(f"word check + the judgement of {ctx.model} on what it does not decide alone")
     print(f"{'set':8s} {'rows':>5s} {'false removal':>20s} {'false keep':>20s}  not judged")
     for name in (*SETS, *BLIND_SETS):
         part = [j for j in judged if j[0].get("set") == name]
         if not part:
             continue
-        r = rates(part)
-        fr = f"{r['false_removals']}/{r['supported']} = {r['false_removal_rate']:.1%}"
-        fk = f"{r['false_keeps']}/{r['unsupported']} = {r['false_keep_rate']:.1%}"
         failed = sum(1 for _, _, how in part if how.startswith("not judged"))
-        print(f"{name:8s} {r['rows']:5d} {fr:>20s} {fk:>20s}  {failed}")
+        print(f"{_rates_line(name, rates(part))}  {failed}")
     return 0
 
 

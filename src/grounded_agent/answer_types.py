@@ -56,14 +56,12 @@ _TOPIC_WORDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 _DIGIT = re.compile(r"\d")
 _CARDINAL_DIGITS = re.compile(r"\d(?![\d.,]*(?:st|nd|rd|th)\b)", re.IGNORECASE)
 """A digit that is no ordinal ("1st", "22nd"): a count, an amount, a length of time."""
-_NUMBER_WORD = re.compile(
-    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-    r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|half|once|twice|first|second|"
-    r"third|fourth|fifth|single|double)\b", _Q)
-_CARDINAL_WORD = re.compile(
-    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-    r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|half|once|twice|single|double)\b",
-    _Q)
+_CARDINALS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+    "forty|fifty|sixty|hundred|thousand|million|billion|dozen|half|once|twice|single|double"
+)
+_NUMBER_WORD = re.compile(rf"\b({_CARDINALS}|first|second|third|fourth|fifth)\b", _Q)
+_CARDINAL_WORD = re.compile(rf"\b({_CARDINALS})\b", _Q)
 _MONTH_DAY = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
     r"(mon|tues|wednes|thurs|fri|satur|sun|week)days?|weekends?|noon|midnight|"

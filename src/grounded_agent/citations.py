@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from grounded_agent.quantities import figures_stated
+from grounded_agent.quantities import NUMBER_WORDS, figures_stated
 from grounded_agent.schemas import Citation, Finding
 from grounded_agent.text import (
     SENTENCE_END,
@@ -449,14 +449,6 @@ _HEDGES = frozenset(
 _APPROX = frozenset({"about", "around", "approximately", "roughly", "nearly", "almost", "some"})
 """Before a number these make it approximate: a sentence must not drop them."""
 
-_NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
-    "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-    "hundred": 100, "thousand": 1000, "million": 1000000, "dozen": 12, "once": 1, "twice": 2,
-    "thrice": 3,
-}
 _ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
     "eighth": 8, "ninth": 9, "tenth": 10,
@@ -703,8 +695,8 @@ _SCALED = re.compile(
 def _scale(m: re.Match[str]) -> str:
     """"two hundred" -> "200", "1.5 million" -> "1500000"."""
     head = m.group(1).lower()
-    value = Decimal(1) if head == "a" else Decimal(_NUMBER_WORDS.get(head, 0) or head)
-    return format((value * _NUMBER_WORDS[m.group(2).lower()]).normalize(), "f")
+    value = Decimal(1) if head == "a" else Decimal(NUMBER_WORDS.get(head, 0) or head)
+    return format((value * NUMBER_WORDS[m.group(2).lower()]).normalize(), "f")
 
 
 @dataclass(frozen=True)
@@ -748,7 +740,7 @@ def _time_key(raw: str) -> str:
     return f"={hour}" if minute == "00" else f"={hour}:{minute}"
 
 
-_NUMBER_WORD = "|".join(sorted((w for w in _NUMBER_WORDS if w not in ("once", "twice", "thrice")), key=len, reverse=True))
+_NUMBER_WORD = "|".join(sorted((w for w in NUMBER_WORDS if w not in ("once", "twice", "thrice")), key=len, reverse=True))
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
 _NOON = re.compile(r"\b(?:noon|midday)\b", re.IGNORECASE)
 _PERIOD = re.compile(
@@ -772,7 +764,7 @@ _IN_DAYS = {"week": 7, "fortnight": 14}
 
 def _quantity(word: str) -> Decimal:
     low = word.lower()
-    return Decimal(1) if low in ("a", "an") else Decimal(_NUMBER_WORDS.get(low, 0) or low)
+    return Decimal(1) if low in ("a", "an") else Decimal(NUMBER_WORDS.get(low, 0) or low)
 
 
 def _same_quantities(text: str) -> str:
@@ -817,7 +809,7 @@ def _tokens(text: str) -> _Toks:
     """Tokens of a sentence or passage, in order, with what the support check needs to know."""
     text = _same_quantities(text)
     text = _NUMBER_COMPOUND.sub(
-        lambda m: str(_NUMBER_WORDS[m.group(1).lower()] + _NUMBER_WORDS[m.group(2).lower()]), text
+        lambda m: str(NUMBER_WORDS[m.group(1).lower()] + NUMBER_WORDS[m.group(2).lower()]), text
     )
     text = _SCALED.sub(_scale, text)
     text = re.sub(r"\bper\s+cent\b", "percent", text, flags=re.IGNORECASE)
@@ -887,11 +879,11 @@ def _tokens(text: str) -> _Toks:
                 kind, key = "stop", base  # the number after it carries the side ("=<4")
             elif base == "may" and cap and not initial:
                 kind, key = "word", "may"  # the month
-            elif base in _NUMBER_WORDS and (
+            elif base in NUMBER_WORDS and (
                 base != "once" or _next_word(text, m.end()) not in _ONCE_CLAUSE
             ):  # "once a year", "resit it once in August", but not "once they have passed"
                 side = _LIMIT_SIDES.get(prev_word, "")  # "under six" is "under 6"
-                kind, key = "num", f"={side}{_NUMBER_WORDS[base]}"
+                kind, key = "num", f"={side}{NUMBER_WORDS[base]}"
             elif base in _ORDINALS:
                 kind, key = "ord", f"^{_ORDINALS[base]}"
             elif base in _ABSOLUTES and not (
@@ -925,7 +917,7 @@ def _next_word(text: str, pos: int) -> str:
 
 _FREQUENCY = frozenset(
     {"#", "other", "morning", "evening", "afternoon", "night", "weekday", "weekdays", "weekend",
-     *_NUMBER_WORDS, *_UNITS, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+     *NUMBER_WORDS, *_UNITS, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
      "sunday"}
 )
 """After "every" these make a frequency ("every three weeks"), not an absolute ("every plan")."""

@@ -138,9 +138,9 @@ class Context:
     judge_support: bool = field(
         default=True,
         metadata={
-            "description": "LLM mode: sentences of the model's answer that the word check cannot "
-            "find in their cited sources (a paraphrase) are judged by the model in one more call; "
-            "False removes them unjudged."
+            "description": "LLM mode: sentences of the model's answer that do not quote whole "
+            "sentences of their cited sources are judged by the model in one more call; False "
+            "leaves them to the word check."
         },
     )
     check_support_system_prompt: str = field(

@@ -31,13 +31,16 @@ _UNITS: dict[str, tuple[str, float]] = {
     # shares
     "%": ("share", 0.01), "percent": ("share", 0.01), "per cent": ("share", 0.01),
 }
-_WORDS = {
-    "a": 1.0, "an": 1.0, "one": 1.0, "two": 2.0, "three": 3.0, "four": 4.0, "five": 5.0,
-    "six": 6.0, "seven": 7.0, "eight": 8.0, "nine": 9.0, "ten": 10.0, "eleven": 11.0,
-    "twelve": 12.0, "fifteen": 15.0, "twenty": 20.0, "thirty": 30.0, "forty": 40.0,
-    "fifty": 50.0, "sixty": 60.0, "ninety": 90.0, "hundred": 100.0, "half a": 0.5,
-    "half an": 0.5,
+NUMBER_WORDS: dict[str, int] = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
+    "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+    "hundred": 100, "thousand": 1000, "million": 1000000, "dozen": 12, "once": 1, "twice": 2,
+    "thrice": 3,
 }
+"""Numbers written as words, as the support check reads them (citations.py) and quantities here."""
+_WORDS = {**NUMBER_WORDS, "a": 1, "an": 1, "half a": 0.5, "half an": 0.5}
 _SHARES = {
     "half": 0.5, "a third": 1 / 3, "one third": 1 / 3, "a quarter": 0.25, "one quarter": 0.25,
     "three quarters": 0.75, "a fifth": 0.2, "one fifth": 0.2, "a tenth": 0.1, "one tenth": 0.1,
