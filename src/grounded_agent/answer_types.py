@@ -13,7 +13,7 @@ import re
 from typing import Literal
 
 AnswerType = Literal[
-    "amount", "duration", "frequency", "date", "number", "phone", "person", "place"
+    "amount", "price", "duration", "frequency", "date", "number", "phone", "person", "place"
 ]
 
 _Q = re.IGNORECASE
@@ -45,12 +45,12 @@ _QUESTION_FORMS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 )
 _TOPIC_WORDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     # Where the form does not say ("What's the fee for ...?", "Is there a charge ...?"), words
-    # that name an amount do; "pay" does not ("Can customers pay by card?").
-    ("amount", re.compile(
+    # that name a price do; "pay" does not ("Can customers pay by card?").
+    ("price", re.compile(
         r"\b(cost|costs|price|prices|fee|fees|charge|charged|charges|fine|fines|rate|tariff|"
         r"reimburs\w*|allowance|refund\w*|deposit|budget)\b", _Q)),
     ("date", re.compile(r"\b(close|closes|closing time)\b", _Q)),
-    ("amount", re.compile(r"\b(have to|need to|must|should) pay\b|\bpay (for|to)\b", _Q)),
+    ("price", re.compile(r"\b(have to|need to|must|should) pay\b|\bpay (for|to)\b", _Q)),
 )
 
 _DIGIT = re.compile(r"\d")
@@ -77,6 +77,13 @@ _EVERY = re.compile(
 _MONEY = re.compile(
     r"(€|\$|£|¥|\b(eur|euro|euros|usd|dollars?|pounds?|cents?|gbp|chf|yen)\b|\bfree\b|"
     r"\bno (charge|fee|cost)\b|\bfree of charge\b)", _Q)
+_NUMBER = rf"(\d+([.,]\d+)?|{_CARDINALS})"
+_NOT_PRICE = re.compile(
+    r"\b\d{1,2}:\d{2}\b|"  # a time of day
+    rf"\b{_NUMBER}(\s*-\s*|\s+to\s+|\s+)({_NUMBER}\s+)?(working\s+|calendar\s+)?"
+    r"(second|minute|hour|day|week|fortnight|month|year|decade)s?\b",
+    _Q)
+"""Figures that are times, not prices: "08:00", "5 days", "two to four weeks"."""
 _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
 
 
@@ -98,8 +105,13 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
     cardinal = bool(_CARDINAL_DIGITS.search(sentence) or _CARDINAL_WORD.search(sentence))
     if kind == "phone":
         return len(re.findall(r"\d", sentence)) >= 3
-    if kind == "amount":
+    if kind == "amount":  # "how much" may ask for money, a quantity or time ("how much notice")
         return number or bool(_MONEY.search(sentence))
+    if kind == "price":  # a fee is not answered by "within 5 days" or "from 08:00"
+        if _MONEY.search(sentence):
+            return True
+        rest = _NOT_PRICE.sub(" ", sentence)
+        return bool(_DIGIT.search(rest) or _NUMBER_WORD.search(rest))
     duration = (cardinal and bool(_UNIT.search(sentence))) or bool(_A_UNIT.search(sentence))
     if kind == "duration":
         return duration

@@ -18,17 +18,20 @@ from grounded_agent.text import (
 TYPE_BONUS = 0.3
 """Added to a sentence's coverage when it holds the kind of thing the question asks for."""
 RANK_BONUS = 0.6
-"""Added per place a passage stands higher in the sources' own order (which answers best)."""
+"""Added per place a passage's document stands higher in the sources' own order (which document
+answers best). Chunks of one document get no order among themselves: the sections of one page
+all score alike, and there the sentence that holds the answer decides."""
 
 def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: int = 2) -> str:
     """Offline answer: the sentences that best cover the question, each with its marker.
 
     The passage is the one, among the top three, that holds the best such sentence (its relevance
-    plus that sentence's coverage), not merely the best passage overall. Key terms weigh by their
-    rarity among the passages found, since a term every passage shares does not tell sentences
-    apart; a sentence holding what the question asks for (an amount, a duration, a date, a phone
-    number, a name) is preferred over one that only shares its words. Tables are read row by
-    row with their header, so a row can be quoted.
+    plus that sentence's coverage, plus the place of its document in the sources' order), not
+    merely the best passage overall. Key terms weigh by their rarity among the passages found,
+    since a term every passage shares does not tell sentences apart; a sentence holding what the
+    question asks for (an amount, a price, a duration, a date, a phone number, a name) is
+    preferred over one that only shares its words. Tables are read row by row with their header,
+    so a row can be quoted.
     """
     if not sources:
         return ""
@@ -40,6 +43,7 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
         bonus = TYPE_BONUS if wanted is not None and holds_type(wanted, sentence) else 0.0
         return coverage(terms, sentence) + bonus
 
+    documents = list(dict.fromkeys(f.source_id for f in top))
     candidates = []
     for n, passage in enumerate(top):
         sentences = [s for s in answer_units(passage.text) if not looks_like_instruction(s)]
@@ -47,8 +51,11 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
             candidates.append((n, sentences, [rank(x) for x in sentences]))
     if not candidates:
         return ""
+    def place(n: int) -> float:
+        return RANK_BONUS * (len(documents) - documents.index(top[n].source_id))
+
     best_n, sentences, scores = max(
-        candidates, key=lambda c: top[c[0]].score + max(c[2]) + RANK_BONUS * (len(top) - c[0])
+        candidates, key=lambda c: top[c[0]].score + max(c[2]) + place(c[0])
     )
     ranked = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
     chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0) or ranked[:1]

@@ -51,7 +51,7 @@ class Signals:
 
 
 FIGURE_KINDS: frozenset[AnswerType] = frozenset(
-    {"amount", "duration", "frequency", "date", "number", "phone"}
+    {"amount", "price", "duration", "frequency", "date", "number", "phone"}
 )
 """Kinds of answer a sentence shows by a figure. Offline, an answer whose quoted sentences hold
 no such figure is declined (chosen over seven KBs: never fewer right decisions on any of them;

@@ -94,12 +94,15 @@ def test_the_users_own_circumstances_are_not_names_asked_about() -> None:
         ("How often will I get a water bill?", "frequency"),
         ("the printer is jammed, who do I ring?", "phone"),
         ("How many receipts can I scan in one go on my phone?", "number"),
-        ("If I call off a room booking the day before, is it refunded?", "amount"),
-        # "pay" names an amount only as something owed
-        ("Do I have to pay to get a copy of my medical file?", "amount"),
+        # a word that names a price asks for one; "how much" alone may ask for time
+        ("If I call off a room booking the day before, is it refunded?", "price"),
+        ("I need a doctor's note for my insurance - price?", "price"),
+        ("How much warning do I get before the water is switched off?", "amount"),
+        # "pay" names a price only as something owed
+        ("Do I have to pay to get a copy of my medical file?", "price"),
         ("Can customers pay me by card straight from the invoice?", None),
         # a relative "who" is not a question about a person
-        ("Do people who can only look at things cost me a seat?", "amount"),
+        ("Do people who can only look at things cost me a seat?", "price"),
         ("A copy of the charter appeared when?", "date"),
         ("What is the number of plant species?", None),
     ],
@@ -114,6 +117,13 @@ def test_holds_type() -> None:
     assert holds_type("amount", "The base charge is EUR 12.40.")
     assert holds_type("amount", "Printing in black and white is free of charge.")
     assert not holds_type("amount", "Printing is available at all branches.")
+    # "how much notice" is answered by a duration; a fee is not
+    assert holds_type("amount", "You get at least 48 hours' notice.")
+    assert holds_type("price", "The second reminder costs EUR 5.00.")
+    assert holds_type("price", "A copy costs 12.50 per page.")
+    assert not holds_type("price", "A sick note can be given for up to 5 days.")
+    assert not holds_type("price", "Call between 08:00 and 10:00, or within two to four weeks.")
+    assert not holds_type("price", "Reminders are sent within 10 working days.")
     assert holds_type("phone", "Call 0800 123 456 day and night.")
     assert not holds_type("phone", "Call the hotline day and night.")
     assert holds_type(None, "anything")
@@ -187,3 +197,24 @@ def test_sentence_choice_and_citation_check_split_at_the_same_full_stops() -> No
     draft = extractive_draft("Where are the refund forms listed?", [passage], max_sentences=1)
     checked = check_answer(draft, [passage])
     assert checked.text == "Refund forms are listed on p. 4 of the guide, signed by Lt. Jones [1]."
+
+
+def _page(section: str, text: str, doc: str = "billing", score: float = 0.96) -> Finding:
+    return Finding(
+        source="knowledge_base", source_id=doc, title="Bills and payment", section=section,
+        text=text, score=score,
+    )
+
+
+def test_sections_of_one_page_are_chosen_by_their_sentences_not_their_order() -> None:
+    """The sources' order ranks documents; among one document's sections, which all score
+    alike, the one whose sentence answers is quoted (here the second, not the page's intro)."""
+    intro = _page("Bills", "This page explains what a bill shows and how it can be paid. "
+                  "Customer Service answers questions by phone.")
+    when = _page("When bills are sent", "Household customers receive a bill every two months.")
+    draft = extractive_draft("How often will I get a water bill?", [intro, when])
+    assert "every two months" in draft and draft.endswith("[2].")
+    # a section of another document ranked second is still outranked by the first document
+    other = _page("When bills are sent", "Household customers receive a bill every two months.",
+                  doc="old-billing")
+    assert "[1]" in extractive_draft("How often will I get a water bill?", [intro, other])
