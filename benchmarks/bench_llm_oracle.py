@@ -2,6 +2,7 @@
 user, per citation style (issue 14).
 
     python benchmarks/bench_llm_oracle.py [--sample 300] [--seed 0] [--styles STYLE ...] [--json]
+        [--kb-dir benchmarks/kbs/NAME ...] [--model-low-threshold 0.35]
 
 The double (tests/support/openai_double.py) runs on a loopback port in "oracle" mode: it calls
 the knowledge base with the question, rates the evidence HIGH when the gold passage is among it
@@ -21,7 +22,10 @@ Per style, the table gives:
 - model calls per question, mean and worst, as the agent counts them (usage.llm_calls) and as the
   double received them (HTTP requests, OpenAI-client retries included).
 
-Needs the SQuAD-derived data (--data, default $GROUNDED_AGENT_EVAL_DATA or ../shared/eval/squad).
+Needs the SQuAD-derived data (--data, default $GROUNDED_AGENT_EVAL_DATA or ../shared/eval/squad),
+or project knowledge bases (--kb-dir, every answerable question; the checkout has them). There
+"answered with the gold citation" is what LLM mode can reach with a judge that is always right:
+the share of answerable questions whose right document gets to the model at all.
 """
 
 from __future__ import annotations
@@ -92,7 +96,8 @@ def judge_row(row: dict[str, Any], draft: dict[str, Any] | None) -> dict[str, bo
 
 
 def run_style(
-    double: ModelDouble, style: str, args: argparse.Namespace, base_url: str, workdir: Path
+    double: ModelDouble, style: str, args: argparse.Namespace, base_url: str, workdir: Path,
+    kb_dir: Path | None = None,
 ) -> dict[str, Any]:
     double.configure(mode="oracle", style=style)  # a fresh log and fresh drafts
     report = workdir / f"report-{style}"
@@ -100,10 +105,18 @@ def run_style(
            "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     if args.home:
         env["GROUNDED_AGENT_HOME"] = str(args.home)
+    if kb_dir is None:
+        corpus = ["--questions", str(args.data / "questions.jsonl"),
+                  "--kb", str(args.data / "kb_corpus.jsonl"),
+                  "--sample", str(args.sample), "--seed", str(args.seed)]
+    else:  # a project knowledge base: every question is asked
+        corpus = ["--kb-dir", str(kb_dir)]
+        report = workdir / f"report-{kb_dir.name}-{style}"
+    floor = ([] if args.model_low_threshold is None
+             else ["--model-low-threshold", str(args.model_low_threshold)])
     cmd = [
         sys.executable, "-m", "evals",  # the harness lives in the checkout (cwd=ROOT)
-        "--questions", str(args.data / "questions.jsonl"), "--kb", str(args.data / "kb_corpus.jsonl"),
-        "--sample", str(args.sample), "--seed", str(args.seed), "--kinds", "answerable",
+        *corpus, "--kinds", "answerable", *floor,
         "--systems", "full_graph", "--json", "--report", str(report), "--no-plots",
         "--concurrency", str(args.concurrency),
     ]
@@ -129,6 +142,7 @@ def run_style(
     calls = [int(r["llm_calls"]) for r in rows]
     requests = [http.get(r["question"], 0) for r in rows]
     return {
+        "set": "squad" if kb_dir is None else kb_dir.name,
         "style": style,
         "n": n,
         "answered_gold": sum(1 for r in rows if r["status"] in ANSWERED and r["cites_gold"]) / n,
@@ -146,13 +160,13 @@ def run_style(
 
 
 def render(results: list[dict[str, Any]]) -> str:
-    head = (f"{'style':<14}{'n':>5}{'answered+gold':>15}{'reached':>15}{'misattr.':>10}"
+    head = (f"{'set':<18}{'style':<14}{'n':>5}{'answered+gold':>15}{'reached':>15}{'misattr.':>10}"
             f"{'calls mean/max':>16}{'HTTP mean/max':>15}{'s':>7}")
     lines = [head, "-" * len(head)]
     for r in results:
         reached = "-" if r["reached"] is None else f"{100 * r['reached']:.1f}% of {r['correct_drafts']}"
         lines.append(
-            f"{r['style']:<14}{r['n']:>5}{100 * r['answered_gold']:>14.1f}%{reached:>15}"
+            f"{r['set'][:17]:<18}{r['style']:<14}{r['n']:>5}{100 * r['answered_gold']:>14.1f}%{reached:>15}"
             f"{r['misattributed']:>10}{r['calls_mean']:>11.2f} / {r['calls_max']:<2}"
             f"{r['http_mean']:>10.2f} / {r['http_max']:<2}{r['seconds']:>7.0f}"
         )
@@ -172,24 +186,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=7200, help="seconds per style")
     parser.add_argument("--keep", type=Path, default=None, help="keep the eval reports here")
+    parser.add_argument("--kb-dir", type=Path, nargs="+", default=None,
+                        help="project knowledge bases (benchmarks/kbs/NAME) instead of SQuAD")
+    parser.add_argument("--model-low-threshold", type=float, default=None,
+                        help="Context.model_low_threshold for the runs (default: Context's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    questions = args.data / "questions.jsonl"
-    if not questions.exists() or not (args.data / "kb_corpus.jsonl").exists():
-        print(f"bench_llm_oracle: {args.data} lacks questions.jsonl / kb_corpus.jsonl (the "
-              "SQuAD-derived set lives outside the project, in ../shared/eval/squad)",
-              file=sys.stderr)
-        return 2
-    double = ModelDouble(Behaviour(mode="oracle"), Oracle(questions, args.data / "kb_corpus.jsonl"))
+    targets: list[tuple[Path | None, Oracle]] = []
+    if args.kb_dir:
+        from evals.data import read_kb_dir_docs
+
+        for kb_dir in args.kb_dir:
+            questions = kb_dir / "questions.jsonl"
+            if not questions.exists() or not (kb_dir / "docs").is_dir():
+                print(f"bench_llm_oracle: {kb_dir} lacks questions.jsonl / docs/", file=sys.stderr)
+                return 2
+            targets.append((kb_dir, Oracle(questions, docs=read_kb_dir_docs(kb_dir / "docs"))))
+    else:
+        questions = args.data / "questions.jsonl"
+        if not questions.exists() or not (args.data / "kb_corpus.jsonl").exists():
+            print(f"bench_llm_oracle: {args.data} lacks questions.jsonl / kb_corpus.jsonl (the "
+                  "SQuAD-derived set lives outside the project, in ../shared/eval/squad; "
+                  "--kb-dir benchmarks/kbs/NAME runs a project knowledge base instead)",
+                  file=sys.stderr)
+            return 2
+        targets.append((None, Oracle(questions, args.data / "kb_corpus.jsonl")))
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-llm-oracle-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        with double.serve() as base_url:
-            for style in args.styles:
-                print(f"== {style}", file=sys.stderr, flush=True)
-                results.append(run_style(double, style, args, base_url, workdir))
-                print(render(results[-1:]).splitlines()[2], file=sys.stderr, flush=True)
+        for kb_dir, oracle in targets:
+            double = ModelDouble(Behaviour(mode="oracle"), oracle)
+            with double.serve() as base_url:
+                for style in args.styles:
+                    print(f"== {kb_dir.name if kb_dir else 'squad'}: {style}", file=sys.stderr,
+                          flush=True)
+                    results.append(run_style(double, style, args, base_url, workdir, kb_dir))
+                    print(render(results[-1:]).splitlines()[2], file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
     else:

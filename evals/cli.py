@@ -120,6 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Context.found_threshold for this run (default: Context's)")
     parser.add_argument("--low-threshold", type=float, default=None,
                         help="Context.low_threshold for this run (default: Context's)")
+    parser.add_argument("--model-low-threshold", type=float, default=None,
+                        help="Context.model_low_threshold for this run: with a model, passages "
+                        "from this relevance on reach it (default: Context's)")
     parser.add_argument("--table", default=None,
                         help="store table for the corpus (default: eval_<model>_<corpus digest>); "
                         "only with a single knowledge base")
@@ -348,6 +351,8 @@ async def _arun_set(
             kwargs["found_threshold"] = args.found_threshold
         if args.low_threshold is not None:
             kwargs["low_threshold"] = args.low_threshold
+        if args.model_low_threshold is not None:
+            kwargs["model_low_threshold"] = args.model_low_threshold
         ctx = Context(sources=["knowledge_base"], **kwargs)
         graph = build_graph(chat_model=None if offline else AUTO, store=store)
         counts = await _acounts(store)
@@ -374,6 +379,7 @@ async def _arun_set(
             "top_k": ctx.top_k,
             "found_threshold": ctx.found_threshold,
             "low_threshold": ctx.low_threshold,
+            "model_low_threshold": None if offline else ctx.model_low_threshold,
         }
         reports = []
         for seed in seeds:

@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 
 from grounded_agent.context import Context
 from grounded_agent.model_calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
-from grounded_agent.schemas import SourceName
+from grounded_agent.schemas import SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
 
 if TYPE_CHECKING:
@@ -111,6 +111,10 @@ class Deps:
             self._model_cache, _model_key(ctx), lambda: default_chat_model(ctx), MODEL_CACHE_SIZE
         )
         return model
+
+    def thresholds(self, ctx: Context) -> Thresholds:
+        """The run's cut-offs: lower with a model, which judges the weaker passages itself."""
+        return ctx.run_thresholds(with_model=self.model(ctx) is not None)
 
     def _cached(self, cache: dict[Any, Any], key: Any, build: Callable[[], Any], size: int) -> Any:
         """`cache[key]`, built outside the lock on a miss; the `size` most recent entries kept."""

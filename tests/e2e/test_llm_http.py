@@ -880,3 +880,28 @@ def test_the_blocking_api_reaches_the_model_from_several_threads(
     for result in results:
         assert result.status == "answered" and result.warnings == [], result.warnings
     assert double.steps().count("answer") == 6
+
+
+def test_the_oracle_reads_a_project_knowledge_base_and_states_a_table_row() -> None:
+    """bench_llm_oracle --kb-dir: the oracle knows a project KB from its folder (no ../shared),
+    maps a chunk to its document though markup keeps it from being a substring, and states the
+    table row that holds the answer with its header, as a model would."""
+    from evals.data import read_kb_dir_docs
+
+    kb = ROOT / "benchmarks" / "kbs" / "pinecrest_tenants"
+    oracle = Oracle(kb / "questions.jsonl", docs=read_kb_dir_docs(kb / "docs"))
+    question = "Which days do the bin lorries take away the ordinary rubbish?"
+    table = ("| Bin | What goes in | Collected |\n|---|---|---|\n"
+             "| Grey | general waste | Tuesday and Friday |\n"
+             "| Blue | paper and cardboard | every second Wednesday |")
+    other = "Rent for each month is due on the 1st day of that month and is always paid in advance."
+    block = (f'<source n="1" title="Rent and fees">\n{other}\n</source>\n'
+             f'<source n="2" title="Rubbish, recycling and bulky waste">\n{table}\n</source>')
+    double = ModelDouble(Behaviour(mode="oracle"), oracle)
+    with double.serve() as base_url:
+        draft = _chat(base_url, ANSWER_SYSTEM, ANSWER_USER.format(question=question, sources=block))
+    record = oracle.drafts["pc-a05"]
+    assert record["correct"] and record["gold_n"] == 2
+    assert record["sources"] == [{"n": 1, "doc_id": "pc-rent-fees"}, {"n": 2, "doc_id": "pc-waste"}]
+    assert "Collected: Tuesday and Friday" in draft["content"]
+    assert 2 in (attached_markers(draft["content"], record["items"][0]["sentence"]) or [])

@@ -46,7 +46,7 @@ import threading
 import time
 import unicodedata
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -351,6 +351,28 @@ _END = re.compile(r"[.!?][\"')\]]*\s+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
+def table_rows(text: str) -> list[str]:
+    """The rows of a Markdown table, each written out with its header as a model would state
+    it: "Bin: Grey; Collected: Tuesday and Friday."."""
+    out: list[str] = []
+    header: list[str] | None = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if all(re.fullmatch(r":?-{2,}:?", c) for c in cells if c):
+            continue
+        if header is None:
+            header = cells
+            continue
+        pairs = [f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c]
+        if pairs:
+            out.append("; ".join(pairs) + ".")
+    return out
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences as a writer would quote them; headings (#) are skipped, list bullets dropped."""
     out: list[str] = []
@@ -491,8 +513,11 @@ class Oracle:
     benchmark can tell the pipeline's losses from retrieval's.
     """
 
-    def __init__(self, questions: Path, kb: Path | None = None) -> None:
-        kb = kb or questions.parent / "kb_corpus.jsonl"
+    def __init__(
+        self, questions: Path, kb: Path | None = None, docs: Iterable[Mapping[str, Any]] | None = None
+    ) -> None:
+        """`kb`: a JSON Lines corpus (doc_id, title, text); `docs`: the same as records instead,
+        for a project knowledge-base folder (evals.data.read_kb_dir_docs)."""
         self.by_question: dict[str, list[Gold]] = {}
         with questions.open(encoding="utf-8") as fh:
             for line in fh:
@@ -506,14 +531,20 @@ class Oracle:
                 self.by_question.setdefault(normalise(g.question), []).append(g)
         self.text: dict[str, str] = {}
         self.by_title: dict[str, list[str]] = {}
-        with kb.open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                o = json.loads(line)
-                doc_id = str(o["doc_id"])
-                self.text[doc_id] = squash(str(o.get("text") or ""))
-                self.by_title.setdefault(str(o.get("title") or ""), []).append(doc_id)
+        if docs is None:
+            path = kb or questions.parent / "kb_corpus.jsonl"
+            with path.open(encoding="utf-8") as fh:
+                docs = [json.loads(line) for line in fh if line.strip()]
+        for o in docs:
+            doc_id = str(o["doc_id"])
+            # two versions of one document: either one's passages belong to it
+            self.text[doc_id] = (self.text.get(doc_id, "") + " " + squash(str(o.get("text") or ""))).strip()
+            titles = self.by_title.setdefault(str(o.get("title") or ""), [])
+            if doc_id not in titles:
+                titles.append(doc_id)
+        # a chunk of a Markdown document is not a substring of its source (markup, table rows
+        # read out with their header): matched by normalised words instead
+        self.words = {d: set(normalise(t).split()) for d, t in self.text.items()}
         self.drafts: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
@@ -531,7 +562,12 @@ class Oracle:
         for doc_id, hay in self.text.items():
             if needle in hay:
                 return doc_id
-        return None
+        words = set(normalise(text).split())
+        if not words:
+            return None
+        share = {d: len(words & w) / len(words) for d, w in self.words.items()}
+        best = max(share, key=share.__getitem__)
+        return best if share[best] >= 0.9 else None
 
     def judge(self, question: str, passages: Sequence[Passage]) -> tuple[str, bool, str]:
         golds = self.golds(question)
@@ -563,7 +599,7 @@ class Oracle:
             for s in sources:
                 if docs[s.n] != g.gold_doc_id:
                     continue
-                sentences = split_sentences(s.text)
+                sentences = split_sentences(s.text) + table_rows(s.text)
                 hits = [x for x in sentences if any(f" {a} " in f" {normalise(x)} " for a in answers)]
                 if not hits:  # an answer across two sentences: quote both
                     for a, b in itertools.pairwise(sentences):

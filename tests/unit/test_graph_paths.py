@@ -505,3 +505,85 @@ async def test_a_failed_source_does_not_hide_the_closest_documents_of_a_working_
         context=Context(sources=["knowledge_base"], closest_threshold=0.5),
     )
     assert strict.closest == []
+
+
+WEAK = 0.45
+"""Under the offline floor (low_threshold 0.55), over the model's (model_low_threshold 0.35)."""
+
+
+def _weak_kb() -> ScriptedSource:
+    hit = found("knowledge_base", finding(text=PRO, title="Pricing", score=WEAK))
+    return ScriptedSource("knowledge_base", [hit, hit])
+
+
+async def test_a_weak_passage_reaches_the_model_which_judges_it() -> None:
+    """A question in other words than the document's scores under 0.55; with a model, the
+    passage is read and judged instead of turned away, and the answer carries the caveat."""
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "premium tier monthly fee"}),
+            judgement("HIGH", True),
+            text("The Pro plan costs 49 EUR per user per month [1]."),
+        ]
+    )
+    result = await aask(
+        "How much is the premium tier a month?",
+        graph=graph(model, knowledge_base=_weak_kb()), context=CTX,
+    )
+    assert result.status == "answered_with_caveat"
+    assert result.citations[0].source_id == "doc-1"
+    assert result.sources[0].status == "low_relevance"
+    assert "partly matches" in result.answer
+    judged = [t for t in result.trail if t.node == "score_confidence"]
+    assert judged and "(model)" in judged[0].decision
+
+
+async def test_with_the_model_floor_at_the_offline_one_the_weak_passage_is_turned_away() -> None:
+    """Negative control for the test above: the model floor is what let the passage through."""
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("knowledge_base", {"query": "premium tier monthly fee"}),
+            text("premium tier price"),
+        ]
+    )
+    ctx = Context(sources=["knowledge_base"], model_low_threshold=0.55)
+    result = await aask(
+        "How much is the premium tier a month?",
+        graph=graph(model, knowledge_base=_weak_kb()), context=ctx,
+    )
+    assert result.status == "not_found"
+    assert result.citations == []
+    assert result.sources[0].status == "not_found"
+
+
+async def test_offline_a_weak_passage_is_not_used() -> None:
+    """Offline nothing judges a weak passage, so the offline floor holds."""
+    result = await aask(
+        "How much is the premium tier a month?",
+        graph=graph(None, knowledge_base=_weak_kb()), context=CTX,
+    )
+    assert result.status == "not_found"
+    assert result.citations == []
+
+
+async def test_a_failed_judgement_does_not_answer_from_a_weak_passage() -> None:
+    """What reached the model only for it to judge is no evidence when the judgement fails: the
+    local scorer reads it with the offline floor, and the failure is named."""
+    model = _BrokenModel(responses=[])
+    result = await aask(
+        "How much is the premium tier a month?",
+        graph=graph(model, knowledge_base=_weak_kb()), context=CTX,
+    )
+    assert result.status == "not_found"
+    assert result.citations == []
+    assert any(w.kind == "model_unavailable" for w in result.warnings)
+
+
+def test_the_model_floor_applies_only_with_a_model() -> None:
+    ctx = Context()
+    assert ctx.run_thresholds(with_model=False).low == ctx.low_threshold == 0.55
+    assert ctx.run_thresholds(with_model=True).low == ctx.model_low_threshold == 0.35
+    # the lower of the two: raising the model floor above the offline one changes nothing
+    assert Context(model_low_threshold=0.7).run_thresholds(with_model=True).low == 0.55
+    with pytest.raises(ValueError, match="model_low_threshold"):
+        Context(model_low_threshold=0.9)

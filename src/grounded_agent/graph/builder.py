@@ -70,7 +70,7 @@ def compile_graph(
     )
     builder.add_node("prepare_question", partial(prepare_question, deps=deps))
     builder.add_node("call_tools", partial(call_tools, deps=deps))
-    builder.add_node("check_grounding", check_grounding)
+    builder.add_node("check_grounding", partial(check_grounding, deps=deps))
     builder.add_node("score_confidence", partial(score_confidence, deps=deps))
     builder.add_node("reformulate_query", partial(reformulate_query, deps=deps))
     builder.add_node("answer", partial(answer, deps=deps))

@@ -85,7 +85,8 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         review.model_calls(ai_message)
     review.fixed_calls(query)  # every requested source is read, so the report says what was
     review.calls = scope_calls(review.calls, state.get("scope"))  # the selection, in code
-    outcomes.extend(await asyncio.gather(*(_run(c, state, ctx.thresholds) for c in review.calls)))
+    thresholds = deps.thresholds(ctx)
+    outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds) for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
     return {

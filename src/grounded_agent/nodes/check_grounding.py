@@ -8,6 +8,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
+from grounded_agent.deps import Deps
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.prompts.sources import render_passages
 from grounded_agent.schemas import Finding, ToolOutcome
@@ -67,14 +68,17 @@ def collect_evidence(outcomes: list[ToolOutcome], low: float) -> list[Finding]:
     return [f for _, f in ordered][:MAX_EVIDENCE]
 
 
-async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]:
+async def check_grounding(
+    state: AgentState, runtime: Runtime[Context], *, deps: Deps
+) -> dict[str, Any]:
     ctx = ctx_of(runtime)
+    low = deps.thresholds(ctx).low  # lower with a model, which judges the weaker passages
     attempt = int(state.get("attempt") or 1)
     # classified once, by the run's thresholds, when the tools ran (call_tools)
     current = outcomes_of(state, attempt)
     messages = [
         ToolMessage(
-            content=tool_message_text(r.outcome, ctx.low_threshold),
+            content=tool_message_text(r.outcome, low),
             tool_call_id=r.call_id,
             name=r.outcome.source,
             status="error" if r.outcome.status in ("error", "not_found") else "success",
@@ -82,7 +86,7 @@ async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[
         for r in state.get("outcomes") or []
         if r.attempt == attempt and r.call_id  # a source nobody called gets no reply to a call
     ]
-    evidence = collect_evidence(outcomes_of(state), ctx.low_threshold)
+    evidence = collect_evidence(outcomes_of(state), low)
     failed = [o.source for o in current if o.status == "error"]
     if evidence:
         grounding = "usable"
@@ -95,7 +99,7 @@ async def check_grounding(state: AgentState, runtime: Runtime[Context]) -> dict[
         "usable": f"{len(evidence)} usable passage(s), best relevance {best or 0:.2f}",
         "all_failed": f"every source failed ({', '.join(failed)}): no re-query of broken services",
         "nothing_usable": "no passage reached the relevance threshold "
-        f"{ctx.low_threshold:.2f}" + (f"; failed: {', '.join(failed)}" if failed else ""),
+        f"{low:.2f}" + (f"; failed: {', '.join(failed)}" if failed else ""),
     }[grounding]
     return {
         "messages": messages,

@@ -37,10 +37,13 @@ async def score_confidence(
     question = str(state["question"])
     evidence = list(state.get("evidence") or [])
     model = deps.model(ctx)
-    def local() -> Confidence:
-        return local_confidence(question, evidence, ctx.found_threshold, ctx.low_threshold)
 
-    verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
+    def local() -> Confidence:
+        # what reached the model only for the model to judge does not count without it
+        kept = [e for e in evidence if e.score >= ctx.low_threshold]
+        return local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold)
+
+    verdict = decisive(question, evidence, ctx.found_threshold, deps.thresholds(ctx).low)
     if verdict is not None:
         conf, why = verdict
         return _done(state, conf, f"model call skipped: {why}", "deterministic")

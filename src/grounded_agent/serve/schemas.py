@@ -93,6 +93,9 @@ class ClientConfigurable(BaseModel):
     low_threshold: float | None = Field(
         default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["low_threshold"]
     )
+    model_low_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["model_low_threshold"]
+    )
     closest_threshold: float | None = Field(
         default=None, ge=0.0, le=1.0, description=_CONTEXT_DOCS["closest_threshold"]
     )
