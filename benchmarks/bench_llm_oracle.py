@@ -60,7 +60,9 @@ def default_data() -> Path:
 
 def attached(answer: str, sentence: str) -> list[int] | None:
     """Marker numbers closing `sentence` in the final answer; None when the sentence is gone."""
-    core = re.sub(r"[.!?][\"')\]]*$", "", sentence.strip())
+    # the answer node keeps a sentence without its closing ";" or ":" and without **emphasis**
+    core = re.sub(r"\*\*|__", "", " ".join(sentence.split()))
+    core = re.sub(r"\s*[.!?;:,][\"')\]]*$", "", core)
     flat = " ".join(answer.split())
     at = flat.find(core)
     if at < 0:

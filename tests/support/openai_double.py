@@ -873,7 +873,9 @@ class ModelDouble:
 
     def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:
         claims = claims_of(body)
-        texts = {src.n: normalise(src.text) for src in sources_of(body)}
+        # a table row stated with its header ("Day: Saturday; Hours: 10:00 to 17:00") is a quote
+        texts = {src.n: " | ".join(normalise(x) for x in [src.text, *table_rows(src.text)])
+                 for src in sources_of(body)}
         supported = [
             n for n, (claim, cites) in enumerate(claims, 1)
             if b.support_judge == "all"
