@@ -59,4 +59,10 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
     )
     ranked = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
     chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0) or ranked[:1]
+    if wanted is not None and not any(holds_type(wanted, sentences[i]) for i in chosen):
+        # "How often must I change my password?": the words meet "change it at any time", the
+        # answer is "Passwords expire after 90 days"; quote the best sentence holding a figure
+        typed = [i for i in ranked if holds_type(wanted, sentences[i]) and scores[i] > 0]
+        if typed:
+            chosen = sorted({*ranked[: max_sentences - 1], typed[0]} & {*chosen, typed[0]})
     return " ".join(attach_markers(sentences[i], f"[{best_n + 1}]") for i in chosen)

@@ -218,3 +218,16 @@ def test_sections_of_one_page_are_chosen_by_their_sentences_not_their_order() ->
     other = _page("When bills are sent", "Household customers receive a bill every two months.",
                   doc="old-billing")
     assert "[1]" in extractive_draft("How often will I get a water bill?", [intro, other])
+
+
+def test_an_answer_to_a_figure_question_quotes_a_sentence_with_the_figure() -> None:
+    """The question's words meet the sentences about changing a password; the figure asked for
+    stands in a sentence that shares fewer of them. One quoted sentence holds it."""
+    passage = Finding(
+        source="knowledge_base", source_id="passwords", title="Password policy", score=0.9,
+        text="Passwords expire after 90 days. Employees may change their password at any time in "
+        "the portal. A compromised password must be changed immediately.",
+    )
+    draft = extractive_draft("How often do I have to change my password?", [passage])
+    assert "90 days" in draft
+    assert "change their password at any time" in draft  # the best match stays
