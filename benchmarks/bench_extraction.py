@@ -14,6 +14,9 @@ search per question, and every answerable question lands in one row:
   or an answer the passage words differently from the gold string);
 - removed by the check: the draft held the gold answer, the citation check took it out.
 
+Below the rows, "correct with no gate": the same extraction answering every question from every
+passage retrieved, the most any relevance gate or confidence step could reach.
+
 `--sentences N` quotes N sentences instead of 2 (the agent's setting). Gold answers are graded by
 containment, so a longer answer is "correct" more often; compare sentence and passage choices
 at the same N.
@@ -58,6 +61,9 @@ ROWS = (
     "wrong, not retrieved",
     "removed by the check",
 )
+UNGATED = "correct with no gate"
+"""Not a row of the partition: the same extraction from every passage retrieved, every question
+answered; what any gate could at most reach."""
 CHOICE = 3
 """The answer quotes one of the first three usable passages (`extractive_draft`)."""
 _MARKER = re.compile(r"\[(\d{1,3})\]")
@@ -106,6 +112,7 @@ async def measure(label: str, eval_set: EvalSet, questions: Sequence[EvalQuestio
     from evals.harness import aingest, open_eval_store
 
     ctx = Context()
+    ungated = Context(found_threshold=0.0, low_threshold=0.0)
     store = open_eval_store(eval_set)
     counts: Counter[str] = Counter()
     try:
@@ -113,6 +120,7 @@ async def measure(label: str, eval_set: EvalSet, questions: Sequence[EvalQuestio
         for q in questions:
             findings = await store.asearch(q.question, k=ctx.top_k)
             counts[classify(q, findings, ctx, sentences)] += 1
+            counts[UNGATED] += classify(q, findings, ungated, sentences) == ROWS[0]
     finally:
         await store.aclose()
     print(f"{label}: {sum(counts.values())} answerable questions", file=sys.stderr, flush=True)
@@ -147,6 +155,10 @@ def sets(args: argparse.Namespace) -> list[tuple[str, EvalSet, list[EvalQuestion
     return out
 
 
+def _total(counts: Counter[str]) -> int:
+    return sum(counts[row] for row in ROWS)
+
+
 def render(results: dict[str, Counter[str]]) -> str:
     labels = list(results)
     width = max(len(r) for r in ROWS)
@@ -155,11 +167,14 @@ def render(results: dict[str, Counter[str]]) -> str:
     for row in ROWS:
         cells = []
         for lab in labels:
-            n, total = results[lab][row], sum(results[lab].values())
+            n, total = results[lab][row], _total(results[lab])
             cells.append(f"{n:5d} {n / total:6.1%} " if total else f"{'-':>14s}")
         lines.append(f"{row:{width}s} " + " ".join(f"{c:>14s}" for c in cells))
-    totals = " ".join(f"{sum(results[lab].values()):>14d}" for lab in labels)
+    totals = " ".join(f"{_total(results[lab]):>14d}" for lab in labels)
     lines.append(f"{'questions':{width}s} {totals}")
+    ceiling = [f"{results[lab][UNGATED]:5d} {results[lab][UNGATED] / _total(results[lab]):6.1%} "
+               if _total(results[lab]) else f"{'-':>14s}" for lab in labels]
+    lines.append(f"{UNGATED:{width}s} " + " ".join(f"{c:>14s}" for c in ceiling))
     return "\n".join(lines)
 
 
@@ -182,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results = asyncio.run(run())
     if args.json:
-        print(json.dumps({k: {row: v[row] for row in ROWS} for k, v in results.items()}, indent=2))
+        print(json.dumps({k: {row: v[row] for row in (*ROWS, UNGATED)} for k, v in results.items()},
+                         indent=2))
     else:
         print(f"thresholds-only path, {args.sentences} sentence(s) quoted; answerable questions")
         print(render(results))

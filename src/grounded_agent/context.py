@@ -171,8 +171,8 @@ class Context:
     def __post_init__(self) -> None:
         if not 0.0 <= self.low_threshold <= self.found_threshold <= 1.0:
             raise ValueError("thresholds must satisfy 0 <= low_threshold <= found_threshold <= 1")
-        if not 0.0 <= self.model_low_threshold <= self.found_threshold:
-            raise ValueError("model_low_threshold must be between 0 and found_threshold")
+        if not 0.0 <= self.model_low_threshold <= 1.0:  # the run takes the lower floor
+            raise ValueError("model_low_threshold must be between 0 and 1")
         if not 0.0 <= self.closest_threshold <= 1.0:
             raise ValueError("closest_threshold must be between 0 and 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))

@@ -50,3 +50,21 @@ def test_a_gold_passage_below_the_three_the_answer_chooses_from_is_out_of_reach(
                       score=0.95 - i / 100) for i in range(3)]
     found = [*decoys, finding(source_id="loans", text=LOANS, score=0.76)]
     assert row(found) == "wrong, out of reach"
+
+
+def test_with_no_gate_an_abstained_question_counts_where_its_extraction_is_right() -> None:
+    """The ceiling line: the gold passage under the found threshold is answered and right."""
+    ungated = Context(found_threshold=0.0, low_threshold=0.0)
+    weak = [finding(source_id="loans", text=LOANS, score=0.4)]
+    assert row(weak) == "abstained, gold first"
+    assert BENCH.classify(Q, weak, ungated, 2) == "correct"
+    assert BENCH.classify(Q, [finding(source_id="hours", text=HOURS, score=0.4)], ungated, 2) != "correct"
+
+
+def test_the_ceiling_line_is_printed_apart_from_the_partition() -> None:
+    from collections import Counter
+
+    counts = Counter({"correct": 1, "abstained, gold first": 1, BENCH.UNGATED: 2})
+    text = BENCH.render({"kb": counts})
+    assert "correct with no gate" in text and "100.0%" in text.splitlines()[-1]
+    assert text.splitlines()[-2].split()[-1] == "2"  # two questions, the ceiling not among them

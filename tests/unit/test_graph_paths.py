@@ -585,5 +585,7 @@ def test_the_model_floor_applies_only_with_a_model() -> None:
     assert ctx.run_thresholds(with_model=True).low == ctx.model_low_threshold == 0.35
     # the lower of the two: raising the model floor above the offline one changes nothing
     assert Context(model_low_threshold=0.7).run_thresholds(with_model=True).low == 0.55
+    # thresholds set for offline use do not clash with the model floor's default
+    assert Context(found_threshold=0.3, low_threshold=0.2).run_thresholds(with_model=True).low == 0.2
     with pytest.raises(ValueError, match="model_low_threshold"):
-        Context(model_low_threshold=0.9)
+        Context(model_low_threshold=1.5)
