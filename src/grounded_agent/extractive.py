@@ -51,6 +51,7 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
             candidates.append((n, sentences, [rank(x) for x in sentences]))
     if not candidates:
         return ""
+
     def place(n: int) -> float:
         return RANK_BONUS * (len(documents) - documents.index(top[n].source_id))
 
@@ -63,6 +64,7 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
         # "How often must I change my password?": the words meet "change it at any time", the
         # answer is "Passwords expire after 90 days"; quote the best sentence holding a figure
         typed = [i for i in ranked if holds_type(wanted, sentences[i]) and scores[i] > 0]
-        if typed:
-            chosen = sorted({*ranked[: max_sentences - 1], typed[0]} & {*chosen, typed[0]})
+        if typed:  # the best match stays, the figure takes the last place
+            best = [i for i in ranked if i in chosen][: max_sentences - 1]
+            chosen = sorted({*best, typed[0]})
     return " ".join(attach_markers(sentences[i], f"[{best_n + 1}]") for i in chosen)
