@@ -118,7 +118,7 @@ def run_style(
              else ["--model-low-threshold", str(args.model_low_threshold)])
     cmd = [
         sys.executable, "-m", "evals",  # the harness lives in the checkout (cwd=ROOT)
-        *corpus, "--kinds", "answerable", *floor,
+        *corpus, "--kinds", *args.kinds, *floor,
         "--systems", "full_graph", "--json", "--report", str(report), "--no-plots",
         "--concurrency", str(args.concurrency),
     ]
@@ -188,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=7200, help="seconds per style")
     parser.add_argument("--keep", type=Path, default=None, help="keep the eval reports here")
+    parser.add_argument("--kinds", nargs="+", default=["answerable"],
+                        choices=["answerable", "unanswerable_in_kb_topic", "out_of_kb"],
+                        help="kinds of question asked (default answerable; with others, the "
+                        "shares are of every question asked and the calls count them all)")
     parser.add_argument("--kb-dir", type=Path, nargs="+", default=None,
                         help="project knowledge bases (benchmarks/kbs/NAME) instead of SQuAD")
     parser.add_argument("--model-low-threshold", type=float, default=None,
