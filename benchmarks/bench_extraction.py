@@ -123,7 +123,7 @@ async def measure(label: str, eval_set: EvalSet, questions: Sequence[EvalQuestio
             counts[UNGATED] += classify(q, findings, ungated, sentences) == ROWS[0]
     finally:
         await store.aclose()
-    print(f"{label}: {sum(counts.values())} answerable questions", file=sys.stderr, flush=True)
+    print(f"{label}: {_total(counts)} answerable questions", file=sys.stderr, flush=True)
     return counts
 
 

@@ -43,7 +43,7 @@ async def score_confidence(
         kept = [e for e in evidence if e.score >= ctx.low_threshold]
         return local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold)
 
-    verdict = decisive(question, evidence, ctx.found_threshold, deps.thresholds(ctx).low)
+    verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
         return _done(state, conf, f"model call skipped: {why}", "deterministic")
