@@ -102,7 +102,7 @@ def run_style(
     kb_dir: Path | None = None,
 ) -> dict[str, Any]:
     double.configure(mode="oracle", style=style)  # a fresh log and fresh drafts
-    report = workdir / f"report-{style}"
+    report = workdir / (f"report-{style}" if kb_dir is None else f"report-{kb_dir.name}-{style}")
     env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "test",
            "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     if args.home:
@@ -113,7 +113,6 @@ def run_style(
                   "--sample", str(args.sample), "--seed", str(args.seed)]
     else:  # a project knowledge base: every question is asked
         corpus = ["--kb-dir", str(kb_dir)]
-        report = workdir / f"report-{kb_dir.name}-{style}"
     floor = ([] if args.model_low_threshold is None
              else ["--model-low-threshold", str(args.model_low_threshold)])
     cmd = [
