@@ -298,6 +298,15 @@ def _version_line(v: Any) -> str:
 def cmd_docs(args: argparse.Namespace) -> int:
     from grounded_agent.store import open_store
 
+    if args.docs_command in ("show", "remove"):
+        from grounded_agent.api import MAX_DOC_ID_CHARS
+        from grounded_agent.schemas import validate_text_id
+
+        try:  # invalid UTF-8 arrives as lone surrogates: named here, not a database error
+            validate_text_id(args.doc_id, "document id", MAX_DOC_ID_CHARS)
+        except InvalidQuestion as exc:
+            print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
+            return 2
     store = open_store()
     if args.docs_command == "list":
         versions = store.list_documents(all_versions=args.all_versions)

@@ -141,7 +141,7 @@ class GuardMiddleware:
                 await _send_json(scope, send, 413, too_big, {"Connection": "close"})
                 return
         receive = _replay(body, receive)
-        problem = body_problem(body)
+        problem = body_problem(body, scope["path"].rstrip("/").rpartition("/")[2])
         if problem is not None:
             # a client error, answered on the same keep-alive connection
             await _send_json(scope, send, 422, error_body("invalid_input", problem), {})
@@ -197,16 +197,33 @@ class GuardMiddleware:
 MAX_JSON_DEPTH = 32
 """Nesting a request body may have; the input and config need five levels."""
 
+MAX_INT_DIGITS = 4300
+"""Digits an integer literal may have: Python's own limit for converting text to int, past
+which the parser raises ValueError (the body's fault, not the server's)."""
+
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
-def body_problem(body: bytes) -> str | None:
+class _HugeNumber(ValueError):
+    """An integer literal longer than MAX_INT_DIGITS."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _HugeNumber(f"a number in the request body has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def body_problem(body: bytes, route: str | None = None) -> str | None:
     """Why a request body cannot be read as JSON text safely, or None.
 
-    Checked before LangServe parses it: invalid UTF-8 and deep nesting (which makes the JSON
-    decoder recurse until RecursionError) are the client's errors, not the server's. Malformed
-    JSON itself is left to the parser, which reports it as a 422.
+    Checked before LangServe parses it: invalid UTF-8, deep nesting (which makes the JSON
+    decoder recurse until RecursionError), integers too long to convert, text PostgreSQL cannot
+    store (NUL) or nothing can encode (lone surrogates), and, for `route` (invoke, batch,
+    stream, stream_log), an envelope LangServe would fail on rather than refuse (`"config":
+    null`, batch `"inputs"` that is not a list) are the client's errors, not the server's.
+    Malformed JSON itself is left to the parser, which reports it as a 422.
     """
     try:
         body.decode("utf-8")
@@ -220,26 +237,55 @@ def body_problem(body: bytes) -> str | None:
             deepest = depth
             if deepest > MAX_JSON_DEPTH:
                 return f"the request body nests deeper than {MAX_JSON_DEPTH} levels"
-    if b"\\u" not in body:
-        return None  # a lone surrogate can only arrive as an escape
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_int=_bounded_int)
+    except _HugeNumber as exc:
+        return str(exc)
     except ValueError:
         return None  # malformed JSON: the parser's own 422
-    return _unencodable(value, [])
+    return _unencodable(value, []) or _envelope_problem(value, route)
+
+
+def _envelope_problem(value: Any, route: str | None) -> str | None:
+    """What LangServe would fail on (a 500) in the request envelope of `route`."""
+    if route not in ("invoke", "batch", "stream", "stream_log"):
+        return None
+    if not isinstance(value, dict):
+        return f"the request body must be a JSON object, not {_json_type(value)}"
+    config = value.get("config", {})
+    if route == "batch":
+        if not isinstance(value.get("inputs"), list):
+            return f"inputs must be a list of inputs, not {_json_type(value.get('inputs'))}"
+        configs = config if isinstance(config, list) else [config]
+        if not all(isinstance(c, dict) for c in configs):
+            return "config must be an object or a list of objects, one per input"
+    elif not isinstance(config, dict):
+        return f"config must be an object, not {_json_type(config)}"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a number"),
+                       (str, "a string"), (list, "a list"), (dict, "an object")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 def _unencodable(value: Any, path: list[str]) -> str | None:
-    """Where the parsed body holds a lone surrogate (an unpaired \\ud800 escape), as a
-    sentence naming the field; such text can neither be validated nor echoed nor stored."""
+    """Where the parsed body holds text that cannot travel (a lone surrogate from an unpaired
+    \\ud800 escape, or a NUL), as a sentence naming the field; such text can neither be
+    validated nor echoed nor stored."""
     if isinstance(value, str):
         problem = text_problem(value)
-        if problem is not None and "surrogate" in problem:
+        if problem is not None:
             return f"{'.'.join(path) or 'the body'} {problem}"
     elif isinstance(value, dict):
         for key, item in value.items():
-            if "surrogate" in (text_problem(key) or ""):
-                return f"a field name in {'.'.join(path) or 'the body'} is not valid Unicode text"
+            if text_problem(key) is not None:
+                return f"a field name in {'.'.join(path) or 'the body'} is not valid text"
             found = _unencodable(item, [*path, key])
             if found:
                 return found
