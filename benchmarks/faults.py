@@ -38,6 +38,7 @@ ROWS = {
     10: "fuzzing: Python API, CLI, endpoint",
     11: "load: concurrent requests on the endpoint, 200 ms model",
     12: "secrets under faults with DEBUG logging",
+    13: "what a plain `serve` logs: shed, hung-up and failed requests",
 }
 
 

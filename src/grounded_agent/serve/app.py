@@ -6,11 +6,14 @@ nothing: no body parsing, no graph run. Settings come from the environment (`Ser
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 import logging
 import os
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -140,13 +143,17 @@ class GuardMiddleware:
             if len(body) > self.settings.max_body:
                 await _send_json(scope, send, 413, too_big, {"Connection": "close"})
                 return
-        receive = _replay(body, receive)
+        connection, receive = receive, _replay(body, receive)
         problem = body_problem(body, scope["path"].rstrip("/").rpartition("/")[2])
         if problem is not None:
             # a client error, answered on the same keep-alive connection
             await _send_json(scope, send, 422, error_body("invalid_input", problem), {})
             return
         if self.active >= self.settings.max_concurrency:
+            log.warning(
+                "request shed (503): %s %s, %d requests running, the limit",
+                scope["method"], scope["path"], self.active,
+            )
             await _send_json(
                 scope,
                 send,
@@ -160,9 +167,39 @@ class GuardMiddleware:
             return
         self.active += 1
         try:
-            await self._run(scope, receive, send)
+            if scope["path"].rstrip("/").endswith(STREAMING_ROUTES):
+                # a stream watches its own connection: the run logs and stops on a hang-up
+                await self._run(scope, receive, send)
+            else:
+                await self._run_watched(scope, receive, connection, send)
         finally:
             self.active -= 1
+
+    async def _run_watched(
+        self, scope: Scope, receive: Receive, connection: Receive, send: Send
+    ) -> None:
+        """Runs a request whose response is sent in one piece (invoke, batch) while watching
+        its connection: a client that hangs up first cancels the run (no more model calls for
+        an answer nobody reads), and the operator gets one WARNING line saying so."""
+        started = time.monotonic()
+        run = asyncio.ensure_future(self._run(scope, receive, send))
+        hangup = asyncio.ensure_future(_disconnected(connection))
+        try:
+            await asyncio.wait({run, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not run.done() and not hangup.done():  # this request itself was cancelled
+                run.cancel()
+            hangup.cancel()
+        if run.done():
+            run.result()
+            return
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        log.warning(
+            "request cancelled: the client hung up %.1fs into %s %s, before the response",
+            time.monotonic() - started, scope["method"], scope["path"],
+        )
 
     async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Runs the app; an error after the response started (a failing stream, which has
@@ -192,6 +229,16 @@ class GuardMiddleware:
             log.error("stream failed (incident %s): %s", incident, redacted_traceback(exc))
             if not ended:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+STREAMING_ROUTES = ("/stream", "/stream_log", "/stream_events")
+"""Routes whose response is a stream: the stream itself notices a client that goes away."""
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client has gone away (the server reports `http.disconnect`)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 MAX_JSON_DEPTH = 32
@@ -508,8 +555,11 @@ def create_app(
     return app
 
 
-def run(host: str = "127.0.0.1", port: int = 8000) -> None:
-    """`grounded-agent serve`: the endpoint under uvicorn until Ctrl-C."""
+def run(host: str = "127.0.0.1", port: int = 8000, *, verbose: bool = False) -> None:
+    """`grounded-agent serve`: the endpoint under uvicorn until Ctrl-C. Logs warnings (each
+    shed, cancelled or failed request); -v adds uvicorn's access log and the agent's INFO."""
+    import sys
+
     import uvicorn
 
     settings = ServeSettings.from_env()
@@ -518,4 +568,6 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> None:
             "serving on %s without GROUNDED_AGENT_API_KEY: anyone who can reach it can use it",
             host,
         )
-    uvicorn.run(create_app(settings=settings), host=host, port=port, log_level="info")
+    app = create_app(settings=settings)
+    print(f"grounded-agent: serving on http://{host}:{port} (Ctrl-C to stop)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="info" if verbose else "warning")
