@@ -280,7 +280,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _version_line(v: Any) -> str:
-    """One version of `docs list`: id, version, status, date, chunks, pages, format, title."""
+    """One version of `docs list`: id, version, status, date, chunks, pages, format, title
+    (neutralised: display.py)."""
+    from grounded_agent.display import UNTITLED, neutral_field
+
     pages = f"{v.pages} page{'s' if v.pages > 1 else ''}" if v.pages else ""
     cols = [
         v.doc_id,
@@ -290,19 +293,27 @@ def _version_line(v: Any) -> str:
         f"{v.chunks} chunks",
         pages,
         v.format or "",
-        v.title,
+        neutral_field(v.title, fallback=UNTITLED),
     ]
     return "  ".join(c for c in cols if c)
 
 
+def _shown_version(v: Any) -> dict[str, Any]:
+    """A version as `docs ... --json` prints it: its title neutralised (display.py)."""
+    from grounded_agent.display import UNTITLED, neutral_field
+
+    return {**v.model_dump(mode="json"), "title": neutral_field(v.title, fallback=UNTITLED)}
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
+    from grounded_agent.display import neutral_field
     from grounded_agent.store import open_store
 
     store = open_store()
     if args.docs_command == "list":
         versions = store.list_documents(all_versions=args.all_versions)
         if args.json:
-            print(json.dumps([v.model_dump(mode="json") for v in versions], indent=2))
+            print(json.dumps([_shown_version(v) for v in versions], indent=2))
         elif not versions:
             print("no documents: add some with 'grounded-agent ingest PATH...'")
         else:
@@ -315,7 +326,12 @@ def cmd_docs(args: argparse.Namespace) -> int:
             print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
             return 1
         if args.json:
-            print(detail.model_dump_json(indent=2))
+            data = detail.model_dump(mode="json")
+            data["versions"] = [_shown_version(v) for v in detail.versions]
+            for c in data["chunks"]:
+                c["section"] = neutral_field(c["section"]) or None
+                c["preview"] = neutral_field(c["preview"])
+            print(json.dumps(data, indent=2))
             return 0
         for v in detail.versions:
             print(_version_line(v))
@@ -332,7 +348,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
         for c in detail.chunks:
             if c.version == shown.version:
                 page = f"p. {c.page}  " if c.page is not None else ""
-                print(f"  {c.chunk_index:>3}  {page}{c.section or '-'}: {c.preview[:70]}")
+                section, preview = neutral_field(c.section), neutral_field(c.preview)
+                print(f"  {c.chunk_index:>3}  {page}{section or '-'}: {preview[:70]}")
         return 0
     removal = store.remove_document(args.doc_id)
     if removal is None:
