@@ -38,6 +38,7 @@ ROWS = {
     10: "fuzzing: Python API, CLI, endpoint",
     11: "load: concurrent requests on the endpoint, 200 ms model",
     12: "secrets under faults with DEBUG logging",
+    13: "poisoned documents: markup, orders, fake markers, outside links in titles and text",
 }
 
 

@@ -269,6 +269,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         extra = f", restored: {report.restored}" if report.restored else ""
         if args.sync:
             extra += f", removed (file gone): {report.removed}"
+        if report.flagged:
+            extra += f", flagged: {len(report.flagged)}"
         print(
             f"documents: {report.documents}, chunks: {report.chunks}, skipped: {report.skipped}, "
             f"replaced: {report.replaced}, deactivated: {report.deactivated}{extra}, "
@@ -276,6 +278,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
         for err in report.errors:
             print(f"  error: {err.file}: {err.reason}", file=sys.stderr)
+        for flag in report.flagged:
+            print(f"  flagged: {flag.file} ({flag.doc_id}): {'; '.join(flag.reasons)}",
+                  file=sys.stderr)
+        if report.flagged:
+            print(f"{len(report.flagged)} document(s) flagged as holding instruction-like content:"
+                  " kept out of answers (GROUNDED_AGENT_FLAGGED_DOCUMENTS=include searches them)",
+                  file=sys.stderr)
     return 1 if report.errors and not report.documents else 0
 
 
@@ -288,7 +297,7 @@ def _version_line(v: Any) -> str:
     cols = [
         v.doc_id,
         v.version or "-",
-        v.status,
+        v.status + (" FLAGGED" if v.flagged else ""),
         str(v.document_date or "-"),
         f"{v.chunks} chunks",
         pages,
@@ -340,6 +349,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
                 ("url", v.source_url),
                 ("language", v.language),
                 ("indexed", v.indexed_at),
+                ("flagged", "; ".join(v.flagged)),
             ):
                 if value:
                     print(f"    {label}: {value}")

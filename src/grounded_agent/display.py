@@ -33,10 +33,10 @@ UNTITLED = "(untitled)"
 _CUT = "\x1f"
 """Where markup was cut: a boundary, so the words on either side are not read as one sentence."""
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z!?|][^<>\n]{0,300}>|<\|[^<>|\n]{0,40}\|>")
-_IMAGE = re.compile(r"!\[[^\]\n]{0,300}\]\([^)\n]{0,600}\)")
+_IMAGE = re.compile(r"!\[[^\]\n]{0,300}\](?:\([^)\n]{0,600}\))?")
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,600})(?:\s+\"[^\"\n]{0,200}\")?\)")
-_OPEN_ANGLE = re.compile(r"<(?![\s\d=])")
-_CLOSE_ANGLE = re.compile(r"(?<!\s)>|>(?![\s\d=])")
+_OPEN_ANGLE = re.compile(r"<(?![\s\d=]|$)")
+_CLOSE_ANGLE = re.compile(r"(?<=\S)>|>(?![\s\d=]|$)")
 """A `>` that is not a spaced comparison or the " > " of a heading path."""
 _SENTENCE_SPLIT = re.compile(rf"{_CUT}+|(?<=[.!?])\s+")
 _SPACES = re.compile(r"[ \t]+")
@@ -101,9 +101,18 @@ def neutral(
     """`text` safe to show: see the module docstring. `urls` are the sources' own URL fields
     (kept); `markers` is the number of citations, whose markers `[1]`..`[markers]` the citation
     layer wrote (kept; any other marker is removed); `withheld` stands in for a removed
-    instruction-like sentence (an answer drops it silently, a note says so)."""
-    if not text:
-        return ""
+    instruction-like sentence (an answer drops it silently, a note says so). Stable: what it
+    returns passes it unchanged (a cut can join pieces into something to cut again)."""
+    out = text or ""
+    for _ in range(4):
+        again = _once(out, urls, markers, withheld)
+        if again == out:
+            break
+        out = again
+    return out
+
+
+def _once(text: str, urls: Collection[str], markers: int, withheld: str) -> str:
     out: list[str] = []
     for line in _unescape(text).split("\n"):
         cut = _cut_markup(line, urls, markers)

@@ -263,7 +263,12 @@ def missing_names(question: str, text: str) -> list[str]:
 
 
 _INSTRUCTION = re.compile(
-    r"\b(ignore|disregard|forget|override)\b[^.]{0,40}\b(instruction|prompt|rule|guideline|direction)s?\b"
+    # what to ignore is named by where it stands: "previous instructions", "all prior rules"
+    # ("override any rule of national law" is law, not an order)
+    r"\b(ignore|disregard|forget|override) (all |any |the )?(of )?(your|my|previous|prior|above|"
+    r"earlier|preceding|former|system|these|those|other)\b[^.]{0,30}?\b(instruction|prompt|rule|"
+    r"guideline|direction)s?\b"
+    r"|\b(ignore|disregard|forget) (all |everything |the )?(above|before|previous)\b"
     r"|\b(system|developer|admin) (notice|prompt|message|override)\b"
     r"|\b(tell|inform|convince|remind) (the |all |every )?(user|reader)s?\b"
     r"|\b(call|invoke|run|execute) the (tool|function)s?\b"

@@ -380,11 +380,16 @@ def _check_warnings(checked: Checked) -> list[dict[str, Any]]:
          "removed"}
         for m in checked.removed_markers
     ]
+    # not quoted: a sentence no source supports is unchecked text (a poisoned passage may have
+    # written it); the log keeps it
     warnings += [
         {"kind": "unsupported_sentence",
-         "detail": f"removed, not supported by its cited source: {sentence[:200]}"}
+         "detail": f"a sentence of {len(sentence.split())} words was removed: its cited source "
+         "does not support it"}
         for sentence in checked.unsupported
     ]
+    for sentence in checked.unsupported:
+        log.info("removed a sentence its sources do not support: %s", sentence[:200])
     for url in checked.removed_urls:
         warnings.append(
             {"kind": "citation_removed", "detail": "a link that is not one of the sources was removed"}
