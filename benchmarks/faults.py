@@ -38,7 +38,8 @@ ROWS = {
     10: "fuzzing: Python API, CLI, endpoint",
     11: "load: concurrent requests on the endpoint, 200 ms model",
     12: "secrets under faults with DEBUG logging",
-    13: "poisoned documents: markup, orders, fake markers, outside links in titles and text",
+    13: "what a plain `serve` logs: shed, hung-up and failed requests",
+    14: "poisoned documents: markup, orders, fake markers, outside links in titles and text",
 }
 
 

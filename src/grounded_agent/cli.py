@@ -62,6 +62,23 @@ def _setup_logging(verbose: bool) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+SERVE_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def serve_logging(verbose: bool, stream: Any = None) -> logging.Handler:
+    """`serve` is an operator's process: WARNING by default (one line per shed or cancelled
+    request, the whole redacted traceback of a 500 under its incident id), INFO with -v; a
+    record is never cut to its first line. Returns the handler added to the root logger."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter(SERVE_LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return handler
+
+
 def render_documents(result: AgentResult) -> list[str]:
     """The page of documents of a search or combined result, and how to get the next one."""
     docs, query = result.documents, result.search
@@ -318,6 +335,15 @@ def cmd_docs(args: argparse.Namespace) -> int:
     from grounded_agent.display import neutral_field
     from grounded_agent.store import open_store
 
+    if args.docs_command in ("show", "remove"):
+        from grounded_agent.api import MAX_DOC_ID_CHARS
+        from grounded_agent.schemas import validate_text_id
+
+        try:  # invalid UTF-8 arrives as lone surrogates: named here, not a database error
+            validate_text_id(args.doc_id, "document id", MAX_DOC_ID_CHARS)
+        except InvalidQuestion as exc:
+            print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
+            return 2
     store = open_store()
     if args.docs_command == "list":
         versions = store.list_documents(all_versions=args.all_versions)
@@ -450,7 +476,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    run(host=args.host, port=args.port)
+    run(host=args.host, port=args.port, verbose=args.verbose)
     return 0
 
 
@@ -560,7 +586,12 @@ def main(argv: list[str] | None = None) -> int:
         args.eval_args = raw[raw.index("eval") + 1 :]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    _setup_logging(args.verbose)
+    if args.command == "serve":
+        serve_logging(args.verbose)
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    else:
+        _setup_logging(args.verbose)
     if getattr(args, "sources", None) and args.command == "ask":
         args.sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     try:
