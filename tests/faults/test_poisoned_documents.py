@@ -46,6 +46,7 @@ from grounded_agent.store import KnowledgeStore, StoreSettings, ingest_paths, op
 from grounded_agent.store.ingest import IngestReport
 from grounded_agent.structured import forget_methods
 from tests.fakes import ScriptedChatModel, ScriptedSource, found, text
+from tests.faults.test_sources import must_reject
 from tests.support.openai_double import ModelDouble
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,6 +95,16 @@ def shown(result: AgentResult) -> list[str]:
     if result.documents is not None:
         out += [f"{i.title} {i.snippet} {i.source_url or ''}" for i in result.documents.items]
     return out
+
+
+def raw_title(result: AgentResult) -> AgentResult:
+    """The wrong handling: the first citation's title as the document wrote it."""
+    cited = [c.model_copy(update={"title": FERRY_TITLE}) for c in result.citations[:1]]
+    return result.model_copy(update={"citations": cited + result.citations[1:]})
+
+
+def result_clean(result: AgentResult) -> None:
+    assert_clean(shown(result))
 
 
 def assert_clean(texts: list[str] | str, where: str = "") -> None:
@@ -187,7 +198,8 @@ async def test_offline_included_flagged_documents_are_shown_neutralised(
     assert "14 days" in ferry.answer and [c.title for c in ferry.citations] == ["Ferry refunds"]
     assert "(source 1, dated 2020-03-01)" in ferry.answer  # stale note: by number, not title
     row.record(saw=f"{len(reached)}/{len(results)} results drew on a poisoned document; "
-                   f"none shows PWNED, [99], the link or markup; ferry: '{ferry.answer[:70]}'")
+                   f"none shows PWNED, [99], the link or markup; ferry: '{ferry.answer[:70]}'",
+               control=must_reject(result_clean, raw_title(ferry)))
 
 
 @pytest.fixture
@@ -240,7 +252,8 @@ async def test_an_obedient_model(
                         context=INCLUDE)
     assert_clean(shown(result))
     assert "14 days" in result.answer
-    row.record(saw=f"{result.status}: '{result.answer[:80]}'")
+    row.record(saw=f"{result.status}: '{result.answer[:80]}'",
+               control=must_reject(result_clean, raw_title(result)))
 
 
 def test_the_cli(poisoned: tuple[KnowledgeStore, IngestReport], pg_home: Path,
