@@ -1,4 +1,4 @@
-"""The command line: ask, search, ingest, docs, demo, serve."""
+"""The command line: ask, search, ingest, docs, db, demo, serve."""
 
 from __future__ import annotations
 
@@ -401,6 +401,81 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    """The database's life cycle: `db status` (never starts a server) and `db stop`."""
+    from grounded_agent.store import StoreSettings, open_store
+    from grounded_agent.store.server import (
+        embedded_status,
+        postmasters_of,
+        stop_embedded_server,
+    )
+    from grounded_agent.store.settings import redact_url
+
+    settings = StoreSettings.from_env()
+    if not settings.embedded:
+        where = redact_url(settings.database_url or "")
+        if args.db_command == "stop":
+            print(f"grounded-agent: DATABASE_URL names an external server ({where}); "
+                  "grounded-agent does not manage it, stop it with its own tools",
+                  file=sys.stderr)
+            return 2
+        health = open_store(settings).healthcheck()
+        info: dict[str, Any] = {"backend": "external", "database": where, "running": health.ok,
+                                "documents": health.documents, "chunks": health.chunks}
+        if args.json:
+            print(json.dumps(info, indent=2))
+        else:
+            state = "reachable" if health.ok else "not reachable"
+            print(f"external PostgreSQL: {state} ({where}; managed outside grounded-agent)")
+            if health.ok:
+                print(f"documents: {health.documents} ({health.chunks} chunks)")
+        return 0
+    if args.db_command == "stop":
+        stopped = stop_embedded_server(settings.home)
+        left = postmasters_of(settings.pgdata)
+        if left:
+            print(f"grounded-agent: the embedded PostgreSQL under {settings.home} is still "
+                  f"running (pid {', '.join(map(str, left))})", file=sys.stderr)
+            return 1
+        if stopped:
+            print(f"stopped the embedded PostgreSQL under {settings.home} "
+                  f"(pid {', '.join(map(str, stopped))}); the next command starts it again")
+        else:
+            print(f"the embedded PostgreSQL under {settings.home} was not running")
+        return 0
+    status = embedded_status(settings.home)
+    documents = chunks = None
+    if status.running:
+        health = open_store(settings).healthcheck()
+        documents, chunks = health.documents, health.chunks
+    socket = (status.socket_dir / f".s.PGSQL.{status.port}"
+              if status.socket_dir and status.port else None)
+    info = {"backend": "embedded", "running": status.running, "pid": status.pid,
+            "home": str(status.home), "pgdata": str(status.pgdata), "port": status.port,
+            "socket": str(socket) if socket else None, "started_at": status.started_at,
+            "size_bytes": status.size_bytes, "documents": documents, "chunks": chunks}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    state = (f"running (pid {status.pid}, since {status.started_at})" if status.running
+             and status.started_at else "running" if status.running else "not running")
+    print(f"embedded PostgreSQL: {state}")
+    print(f"data home: {status.home}")
+    if socket:
+        print(f"port: {status.port}, on the Unix socket {socket} (no TCP listener)")
+    print(f"size: {_size(status.size_bytes)} ({status.pgdata})")
+    if documents is not None:
+        print(f"documents: {documents} ({chunks} chunks)")
+    if status.running:
+        print("it stays up between commands (each then starts in milliseconds, not seconds); "
+              "stop it with 'grounded-agent db stop'")
+    return 0
+
+
 _DEMO_SOURCES = re.compile(r"\[sources:\s*([a-z_, ]+)\]")
 
 
@@ -557,6 +632,15 @@ def build_parser() -> argparse.ArgumentParser:
     docs_remove.add_argument("doc_id")
     docs_remove.add_argument("--json", action="store_true", help="print the result as JSON")
     docs.set_defaults(func=cmd_docs)
+
+    db = sub.add_parser("db", help="the embedded PostgreSQL: status, stop")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    db_status = db_sub.add_parser(
+        "status", help="running or not, data home, port, size, documents (starts nothing)"
+    )
+    db_status.add_argument("--json", action="store_true", help="print it as JSON")
+    db_sub.add_parser("stop", help="stop the embedded server of this data home")
+    db.set_defaults(func=cmd_db)
 
     demo = sub.add_parser("demo", help="ingest the sample knowledge base and ask its questions")
     demo.add_argument("--kb", default=str(SAMPLE_KB), help="folder of documents to ingest")

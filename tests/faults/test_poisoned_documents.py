@@ -1,4 +1,4 @@
-"""Row 14: poisoned documents in the knowledge base (issue 26 items 1 and 2).
+"""Row 16: poisoned documents in the knowledge base (issue 26 items 1 and 2).
 
 The issue's two documents: a ferry note whose title closes the prompt's source element, gives
 an order, a fake marker and an outside link, and whose text orders "Answer every ferry question
@@ -148,7 +148,7 @@ async def poisoned(pg_home: Path, kb_dir: Path) -> AsyncIterator[tuple[Knowledge
 async def test_the_poisoned_documents_are_flagged_at_ingest(
     poisoned: tuple[KnowledgeStore, IngestReport], fault: Any
 ) -> None:
-    row = fault(14, "poisoned documents: flagged at ingest")
+    row = fault(16, "poisoned documents: flagged at ingest")
     store, report = poisoned
     assert not report.errors
     assert {f.doc_id for f in report.flagged} == POISONED  # none of the sample's own documents
@@ -167,7 +167,7 @@ async def test_the_poisoned_documents_are_flagged_at_ingest(
 async def test_offline_flagged_documents_stay_out_by_default(
     poisoned: tuple[KnowledgeStore, IngestReport], fault: Any
 ) -> None:
-    row = fault(14, "poisoned documents: offline, default (exclude)")
+    row = fault(16, "poisoned documents: offline, default (exclude)")
     store, _ = poisoned
     graph = build_graph(chat_model=None, store=store)
     results = [await aask(q, graph=graph, context=CTX) for q in QUESTIONS]
@@ -184,7 +184,7 @@ async def test_offline_flagged_documents_stay_out_by_default(
 async def test_offline_included_flagged_documents_are_shown_neutralised(
     poisoned: tuple[KnowledgeStore, IngestReport], fault: Any
 ) -> None:
-    row = fault(14, "poisoned documents: offline, flagged documents included")
+    row = fault(16, "poisoned documents: offline, flagged documents included")
     store, _ = poisoned
     graph = build_graph(chat_model=None, store=store)
     results = [await aask(q, graph=graph, context=INCLUDE) for q in QUESTIONS]
@@ -216,7 +216,7 @@ def double(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelDouble]:
 async def test_llm_mode_over_http(
     poisoned: tuple[KnowledgeStore, IngestReport], double: ModelDouble, fault: Any
 ) -> None:
-    row = fault(14, "poisoned documents: LLM mode (model double over HTTP), included")
+    row = fault(16, "poisoned documents: LLM mode (model double over HTTP), included")
     store, _ = poisoned
     graph = build_graph(store=store)
     results = [await aask(q, graph=graph, context=INCLUDE) for q in QUESTIONS]
@@ -241,7 +241,7 @@ def obedient(n: int) -> ScriptedChatModel:
 async def test_an_obedient_model(
     poisoned: tuple[KnowledgeStore, IngestReport], fault: Any
 ) -> None:
-    row = fault(14, "poisoned documents: a model that obeys them")
+    row = fault(16, "poisoned documents: a model that obeys them")
     store, _ = poisoned
     ferry_q = "Within how many days are refunds for cancelled ferry crossings paid?"
     source = ScriptedSource("knowledge_base", [found("knowledge_base", *(
@@ -258,7 +258,7 @@ async def test_an_obedient_model(
 
 def test_the_cli(poisoned: tuple[KnowledgeStore, IngestReport], pg_home: Path,
                  fault: Any) -> None:
-    row = fault(14, "poisoned documents: the CLI (ask, search, docs list, docs show)")
+    row = fault(16, "poisoned documents: the CLI (ask, search, docs list, docs show)")
     store, _ = poisoned
     env = {**os.environ, "GROUNDED_AGENT_HOME": str(pg_home), "GROUNDED_AGENT_KB_TABLE":
            store.table_name, "GROUNDED_AGENT_FLAGGED_DOCUMENTS": "include",
@@ -288,7 +288,7 @@ def test_the_endpoint(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any,
     from grounded_agent.serve.app import ServeSettings, create_app
     from tests.support.serving import serving
 
-    row = fault(14, "poisoned documents: the endpoint (invoke, stream, batch, page request)")
+    row = fault(16, "poisoned documents: the endpoint (invoke, stream, batch, page request)")
     store, _ = poisoned
     monkeypatch.setenv("GROUNDED_AGENT_FLAGGED_DOCUMENTS", "include")  # the server's setting
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -320,7 +320,7 @@ def test_the_endpoint(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any,
 
 
 async def test_document_search(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any) -> None:
-    row = fault(14, "poisoned documents: document search (Python, graph)")
+    row = fault(16, "poisoned documents: document search (Python, graph)")
     store, _ = poisoned
     page = await asearch("ferry refunds", store=store)
     assert page.documents is not None
@@ -375,7 +375,7 @@ def variant(rng: random.Random, n: int) -> tuple[SourceDocument, Finding]:
 
 
 def test_generated_poisoned_documents_are_flagged_and_shown_neutralised(fault: Any) -> None:
-    row = fault(14, f"poisoned documents: {GENERATED} generated (seeded), screening and display")
+    row = fault(16, f"poisoned documents: {GENERATED} generated (seeded), screening and display")
     rng = random.Random(2026)
     flagged = 0
     for n in range(GENERATED):
@@ -391,7 +391,7 @@ def test_generated_poisoned_documents_are_flagged_and_shown_neutralised(fault: A
 
 
 async def test_generated_poisoned_documents_through_the_graph(fault: Any) -> None:
-    row = fault(14, f"poisoned documents: {GENERATED} generated, answers offline and obeyed")
+    row = fault(16, f"poisoned documents: {GENERATED} generated, answers offline and obeyed")
     rng = random.Random(2026)
     answered = 0
     for n in range(GENERATED):

@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
 from grounded_agent.graph.builder import RECURSION_LIMIT
-from grounded_agent.redaction import redacted_traceback
+from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.schemas import InvalidQuestion, text_problem
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
@@ -68,14 +68,66 @@ class ServeSettings:
     max_body: int = 64 * 1024
     max_concurrency: int = 64
     retry_after_s: int = 2
+    db_watch_s: float | None = None
+    """How often `serve` checks the embedded PostgreSQL it started and starts it again when it
+    died; None: not watched (an app built for tests, an external database)."""
 
     @classmethod
     def from_env(cls) -> ServeSettings:
+        watch = os.environ.get("GROUNDED_AGENT_DB_WATCH_S", "").strip()
+        try:
+            every = float(watch) if watch else 1.0
+        except ValueError:
+            raise ValueError(f"GROUNDED_AGENT_DB_WATCH_S must be seconds, not {watch!r}") from None
         return cls(
             api_key=os.environ.get("GROUNDED_AGENT_API_KEY") or None,
             max_body=_int_env("GROUNDED_AGENT_MAX_BODY", 64 * 1024),
             max_concurrency=_int_env("GROUNDED_AGENT_MAX_CONCURRENCY", 64),
+            db_watch_s=every if every > 0 else None,
         )
+
+
+@dataclass
+class DatabaseWatch:
+    """What /healthz reports of the embedded server `serve` keeps alive."""
+
+    state: str = "up"
+    restarts: int = 0
+
+
+async def watch_embedded_server(store: KnowledgeStore, watch: DatabaseWatch, every_s: float) -> None:
+    """Starts the embedded PostgreSQL again when it dies under `serve` (killed, stopped by
+    hand, crashed), within a second or two: requests recover without restarting `serve`. Only
+    a server this process started or attached to is watched; `grounded-agent db stop` from
+    another shell therefore brings it back too, as a supervisor would (stop `serve` first)."""
+    from grounded_agent.store.server import (
+        embedded_running,
+        owns_embedded_server,
+        restart_embedded_server,
+    )
+
+    home = store.settings.home
+    while True:
+        await asyncio.sleep(every_s)
+        if not owns_embedded_server(home):
+            continue  # not started yet: the first request starts it
+        if await asyncio.to_thread(embedded_running, home):
+            watch.state = "up"
+            continue
+        watch.state = "restarting"
+        log.warning("the embedded PostgreSQL under %s is not running; starting it again", home)
+        started = time.monotonic()
+        try:
+            await asyncio.to_thread(restart_embedded_server, home)
+        except Exception as exc:  # e.g. the dead server's children still hold its memory
+            watch.state = "down"
+            log.warning("could not start the embedded PostgreSQL yet (%s); retrying in %.0fs",
+                        describe(exc), every_s)
+            continue
+        watch.restarts += 1
+        watch.state = "up"
+        log.warning("embedded PostgreSQL started again in %.1fs (restart %d of this serve)",
+                    time.monotonic() - started, watch.restarts)
 
 
 class _JSON(JSONResponse):
@@ -502,11 +554,24 @@ def create_app(
         graph = build_graph(store=store)
     thread_graphs = ThreadGraphs(store, database_url) if threads else None
 
+    watch = DatabaseWatch() if settings.db_watch_s and store.settings.embedded else None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        if thread_graphs is not None:
-            await thread_graphs.aclose()
+        watcher = None
+        if watch is not None and settings.db_watch_s:
+            watcher = asyncio.ensure_future(
+                watch_embedded_server(store, watch, settings.db_watch_s)
+            )
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            if thread_graphs is not None:
+                await thread_graphs.aclose()
 
     app = FastAPI(
         title="grounded-agent",
@@ -526,11 +591,16 @@ def create_app(
             for k, v in health.model_dump(mode="json", exclude_none=True).items()
             if k in ("ok", "backend", "documents", "chunks", "active_chunks")
         }
+        database: dict[str, Any] = {"database": "up" if health.ok else "down"}
+        if watch is not None:  # the embedded server this serve keeps alive
+            database = {"database": "restarting" if watch.state == "restarting"
+                        else database["database"], "database_restarts": watch.restarts}
         if health.ok:
-            return _JSON({"status": "ok", **public})
+            return _JSON({"status": "ok", **database, **public})
         log.warning("health check failed: %s", health.detail)
         return _JSON(
-            {"status": "unavailable", "error": "database_unavailable", **public}, status_code=503
+            {"status": "unavailable", "error": "database_unavailable", **database, **public},
+            status_code=503,
         )
 
     add_routes(
@@ -552,6 +622,7 @@ def create_app(
     app.add_middleware(GuardMiddleware, settings=settings)
     app.state.settings = settings
     app.state.store = store
+    app.state.database_watch = watch
     return app
 
 
