@@ -262,7 +262,8 @@ def test_the_cli(poisoned: tuple[KnowledgeStore, IngestReport], pg_home: Path,
     store, _ = poisoned
     env = {**os.environ, "GROUNDED_AGENT_HOME": str(pg_home), "GROUNDED_AGENT_KB_TABLE":
            store.table_name, "GROUNDED_AGENT_FLAGGED_DOCUMENTS": "include",
-           "PYTHONPATH": str(ROOT / "src")}
+           "PYTHONPATH": str(ROOT / "src"),
+           "GROUNDED_AGENT_DB_TIMEOUT_S": "60"}  # a first search on a busy machine is slow
     env.pop("OPENAI_API_KEY", None)
     env.pop("OPENAI_BASE_URL", None)
     env.pop("DATABASE_URL", None)
