@@ -12,6 +12,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.citations import MARKER, Checked, check_answer
+from grounded_agent.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.context import MAX_ATTEMPTS, Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
@@ -128,7 +129,7 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         if model is not None:
             reply = await ask_model(
                 model, _messages(state, ctx, question, evidence, write_in), state=state,
-                ctx=ctx, fallback=FALLBACK,
+                ctx=ctx, fallback=FALLBACK, max_tokens=ctx.answer_max_tokens,
             )
             warnings += reply.warnings
             trail += reply.trail
@@ -232,7 +233,8 @@ async def _translate(
         HumanMessage(TRANSLATE_ANSWER_USER.format(answer=text)),
     ]
     reply = await ask_model(
-        model, messages, state=state, ctx=ctx, fallback=TRANSLATE_FALLBACK, spent=spent
+        model, messages, state=state, ctx=ctx, fallback=TRANSLATE_FALLBACK, spent=spent,
+        max_tokens=ctx.answer_max_tokens,
     )
     trail += reply.trail
     translated = reply.text.strip()
@@ -285,11 +287,19 @@ async def _draft(
     """The model's draft, or an extracted one, with every citation checked in code."""
     draft, how = reply.text, "model" if reply.message is not None else "extractive"
     if how == "model" and draft.strip() and not MARKER.search(draft):
-        # no marker at all: the model says the sources do not answer; that is an abstention
-        trail.append(
-            step(state, "answer", "model_abstained", "the model found no answer in the sources")
-        )
-        draft, how = "", "abstained"
+        # no marker at all: each sentence is cited where a passage supports it; only a draft
+        # none of whose sentences is supported and that says so is the model abstaining
+        cited, count = cite_unmarked(draft, evidence)
+        if count:
+            trail.append(step(state, "answer", "model_draft_cited",
+                              f"the draft had no markers; {count} sentence(s) cited by the "
+                              "passage that supports each"))
+            draft = cited
+        elif says_no_answer(draft):
+            trail.append(
+                step(state, "answer", "model_abstained", "the model found no answer in the sources")
+            )
+            draft, how = "", "abstained"
     elif not draft:
         draft = extractive_draft(question, evidence)
         if state.get("language"):
