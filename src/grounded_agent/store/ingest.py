@@ -1,5 +1,6 @@
 """Ingestion: Markdown, text, JSON Lines, PDF, Word and HTML files into heading-aware chunks in
-the knowledge store; each chunk keeps the page its text starts on.
+the knowledge store; each chunk keeps the page its text is printed on (chunks end at page
+boundaries).
 
 Reading a file is the job of `grounded_agent.loaders` (one module per format); this module chunks
 what they yield and writes it. Idempotent by content hash: an unchanged document is skipped, a
@@ -49,8 +50,9 @@ MAX_CHARS = 1100
 """Upper bound of a chunk; chunks aim at 800-1,100 characters, cut at paragraphs or sentences."""
 MIN_CHARS = 250
 """A trailing piece shorter than this joins the previous chunk when it fits."""
-CHUNKER_VERSION = 1
-"""Part of the content hash: changing the chunker re-ingests everything once."""
+CHUNKER_VERSION = 2
+"""Part of the content hash: changing the chunker re-ingests everything once (2: chunks end at
+page boundaries)."""
 WINDOW_DOCS = 256
 """Documents embedded and written per round, bounding memory on large corpora."""
 
@@ -165,8 +167,10 @@ def _split_long(piece: str, max_chars: int) -> list[str]:
 def split_paged_text(
     text: str, page: int | None = None, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
 ) -> list[tuple[str, int | None]]:
-    """Packs paragraphs (then sentences) into chunks of at most max_chars, each with the page its
-    text starts on: `page` is where `text` starts, and every form feed in it turns a page."""
+    """Packs paragraphs (then sentences) into chunks of at most max_chars, each with the page of
+    its text: `page` is where `text` starts, and every form feed in it turns a page. A chunk ends
+    at a page boundary, so a citation of it names the page its every sentence is printed on (a
+    sentence across a page turn is cut there)."""
     pieces: list[tuple[str, str, int | None]] = []  # (text, separator before it, page)
     for paragraph in re.split(r"\n[ \t]*\n", text):
         first = True
@@ -185,7 +189,7 @@ def split_paged_text(
     for piece, sep, piece_page in pieces:
         if not cur:
             cur, cur_page = piece, piece_page
-        elif len(cur) + len(sep) + len(piece) <= max_chars:
+        elif piece_page == cur_page and len(cur) + len(sep) + len(piece) <= max_chars:
             cur = cur + sep + piece
         else:
             chunks.append((cur, cur_page))
@@ -194,6 +198,7 @@ def split_paged_text(
         if (
             chunks
             and len(cur) < min_chars
+            and chunks[-1][1] == cur_page
             and len(chunks[-1][0]) + 2 + len(cur) <= max_chars + min_chars
         ):
             chunks[-1] = (chunks[-1][0] + "\n\n" + cur, chunks[-1][1])
@@ -209,7 +214,7 @@ def split_text(text: str, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
 
 def chunk_document(doc: SourceDocument, max_chars: int = MAX_CHARS) -> list[ChunkRecord]:
     """Heading-aware chunks: section = heading path ("Pricing > Pro plan"), page = the page the
-    chunk's text starts on (None where the file has no pages)."""
+    chunk's text is printed on (None where the file has no pages)."""
     chunks: list[ChunkRecord] = []
     for sec in document_sections(doc):
         section = " > ".join(sec.path) or None
