@@ -177,7 +177,7 @@ class Context:
         metadata={
             "description": "LLM mode: sentences of the model's answer that do not quote whole "
             "sentences of their cited sources are judged by the model in one more call; False "
-            "leaves them to the word check."
+            "removes them (checked by quote only)."
         },
     )
     check_support_system_prompt: str = field(

@@ -240,7 +240,8 @@ async def test_marker_without_source_is_removed() -> None:
         responses=[
             tool_call("knowledge_base", {"query": "q"}),
             text(
-                "The Pro plan costs 49 EUR per user per month [7]. It includes priority support [1]."
+                "The Pro plan costs 49 EUR per user per month [7]. "
+                "It includes priority support and single sign-on [1]."
             ),
         ]
     )

@@ -50,9 +50,9 @@ FALLBACK = Fallback(
 )
 
 SUPPORT_FALLBACK = Fallback(
-    "answer", "the answer's sentences were checked word by word only",
+    "answer", "the answer's sentences were checked by quote only",
     where="the support check",
-    budget_warning="the answer's sentences were checked word by word only",
+    budget_warning="the answer's sentences were checked by quote only",
 )
 
 TRANSLATE_FALLBACK = Fallback(
@@ -312,7 +312,7 @@ async def _draft(
                 )
             )
     checked = check_answer(draft, evidence)
-    if how == "model" and (checked.doubted or checked.paraphrased) and judge is not None:
+    if how == "model" and checked.doubted and judge is not None:
         checked = await _judge_support(
             state, ctx, judge, draft, evidence, checked, reply, warnings, trail
         )
@@ -356,15 +356,15 @@ async def _judge_support(
     warnings: list[dict[str, Any]],
     trail: list[dict[str, Any]],
 ) -> Checked:
-    """The sentences the word check was unsure of, judged by the model (support_judge.py); a
-    failed, unreadable or unaffordable judgement leaves the word check's verdicts, and a failed
-    or unaffordable one says so to the user (the check was weaker than it should be)."""
-    claims = checked.doubted + checked.paraphrased
+    """The sentences that quote no cited passage word for word, judged by the model
+    (support_judge.py); after a failed, unreadable or unaffordable judgement they stay removed,
+    and a failed or unaffordable one says so to the user (the check was by quote only)."""
+    claims = checked.doubted
     judged = await judge_support(judge, ctx, evidence, claims, state=state, usage=reply.usage)
     if judged.verdicts is None:
         trail.append(step(state, "answer", "support_not_judged",
-                          f"the word check's verdicts stand for {len(claims)} sentence(s): "
-                          f"{judged.why_not}"))
+                          f"{len(claims)} sentence(s) that quote no source word for word stay "
+                          f"removed: {judged.why_not}"))
         told, _ = SUPPORT_FALLBACK.report(
             state, exhausted=judged.exhausted, failure=judged.failure
         )
@@ -374,9 +374,8 @@ async def _judge_support(
     kept = sum(judged.verdicts.values())
     trail.append(step(
         state, "answer", "support_judged",
-        f"the model found {kept} of {len(claims)} sentence(s) the word check was unsure of "
-        f"stated in their sources ({len(checked.doubted)} it had removed, "
-        f"{len(checked.paraphrased)} it had kept that quote no source word for word)",
+        f"the model found {kept} of {len(claims)} sentence(s) that quote no source word for word "
+        "stated in their sources",
     ))
     return rechecked
 
@@ -387,9 +386,11 @@ def _check_warnings(checked: Checked) -> list[dict[str, Any]]:
         {"kind": "citation_removed", "detail": f"marker {m} pointed at no source and was removed"}
         for m in checked.removed_markers
     ]
+    unread = {sentence for sentence, _ in checked.doubted}
     warnings += [
         {"kind": "unsupported_sentence",
-         "detail": f"removed, not supported by its cited source: {sentence[:200]}"}
+         "detail": f"removed, checked by quote only (no judgement read it): {sentence[:200]}"
+         if sentence in unread else f"removed, not supported by its cited source: {sentence[:200]}"}
         for sentence in checked.unsupported
     ]
     for url in checked.removed_urls:
