@@ -108,13 +108,16 @@ async def test_a_text_call_still_passes_the_tools_schema() -> None:
     assert any(w.kind == "rejected_tool_call" for w in result.warnings)
 
 
-def test_each_unmarked_sentence_gets_the_marker_of_the_passage_that_supports_it() -> None:
+def test_each_unmarked_sentence_gets_the_marker_of_the_passage_it_quotes_or_is_closest_to() -> None:
     sources = [finding(source_id="a", text="Support is open from 9:00 to 17:00 on weekdays."),
                finding(source_id="b", text=PRO)]
-    draft = "The Pro plan costs 49 EUR per user per month. It comes with a free pony."
-    cited, count = cite_unmarked(draft, sources)
-    assert count == 1
-    assert "per month [2]." in cited and "pony." in cited and "pony [" not in cited
+    draft = ("The Pro plan costs 49 EUR per user per month. Pro users get priority support. "
+             "It comes with a free pony.")
+    cited, quoting, closest = cite_unmarked(draft, sources)
+    assert (quoting, closest) == (1, 1)
+    assert "per month [2]." in cited  # the quote: its passage
+    assert "priority support [2]." in cited  # a paraphrase: the closest passage, to be judged
+    assert "pony." in cited and "pony [" not in cited  # shares no word: no marker
 
 
 def test_a_plain_statement_that_the_sources_do_not_answer_is_recognised() -> None:
@@ -133,7 +136,7 @@ async def test_an_unmarked_draft_is_answered_with_its_supported_sentence_cited()
     result = await aask("What does the Pro plan cost?", graph=graph, context=CTX)
     assert result.status == "answered"
     assert result.answer.startswith("The Pro plan costs 49 EUR per user per month [1].")
-    assert "20%" not in result.answer
+    assert "20%" not in result.answer  # a paraphrase no judge confirmed is removed
     assert any(t.decision == "model_draft_cited" for t in result.trail)
     assert any(w.kind == "unsupported_sentence" for w in result.warnings)
 

@@ -287,13 +287,15 @@ async def _draft(
     """The model's draft, or an extracted one, with every citation checked in code."""
     draft, how = reply.text, "model" if reply.message is not None else "extractive"
     if how == "model" and draft.strip() and not MARKER.search(draft):
-        # no marker at all: each sentence is cited where a passage supports it; only a draft
-        # none of whose sentences is supported and that says so is the model abstaining
-        cited, count = cite_unmarked(draft, evidence)
-        if count:
+        # no marker at all: each sentence is cited by the passage it quotes or is closest to,
+        # then checked like any cited sentence; only a draft that quotes nothing and says the
+        # sources do not answer is the model abstaining
+        cited, quoting, closest = cite_unmarked(draft, evidence)
+        if quoting or (closest and not says_no_answer(draft)):
             trail.append(step(state, "answer", "model_draft_cited",
-                              f"the draft had no markers; {count} sentence(s) cited by the "
-                              "passage that supports each"))
+                              f"the draft had no markers: {quoting} sentence(s) cited by the "
+                              f"passage they quote, {closest} by the closest passage, to be "
+                              "checked as every cited sentence is"))
             draft = cited
         elif says_no_answer(draft):
             trail.append(
