@@ -51,6 +51,10 @@ def parse_sources(raw: str | list[str]) -> list[SourceName]:
     return out
 
 
+FLAGGED_DOCUMENTS = ("exclude", "include")
+"""What a run does with documents the ingest-time screening flagged (screening.py)."""
+
+
 def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
@@ -150,6 +154,16 @@ class Context:
         default=182,
         metadata={"description": "A cited document older than this gets a stale_source warning."},
     )
+    flagged_documents: str = field(
+        default_factory=lambda: _env("GROUNDED_AGENT_FLAGGED_DOCUMENTS", "").strip().lower()
+        or "exclude",
+        metadata={
+            "description": "exclude (default): documents the ingest-time screening flagged "
+            "(instruction-like text or metadata) never reach an answer; include: they are "
+            "searched like the others (their text is still neutralised when shown). "
+            "GROUNDED_AGENT_FLAGGED_DOCUMENTS."
+        },
+    )
     wikipedia_language: str = field(
         default="en", metadata={"description": "Language edition of Wikipedia searched."}
     )
@@ -205,6 +219,11 @@ class Context:
         self.sources = list(parse_sources(self.sources))
         if not float(self.model_timeout_s) > 0:
             raise ValueError("model_timeout_s must be above 0")
+        if self.flagged_documents not in FLAGGED_DOCUMENTS:
+            raise ValueError(
+                f"flagged_documents must be one of {', '.join(FLAGGED_DOCUMENTS)}, "
+                f"not {str(self.flagged_documents)[:40]!r}"
+            )
         for name in (
             "max_tool_calls_per_attempt",
             "max_model_rounds",
