@@ -440,7 +440,7 @@ def _quoting(sentence: str, findings: Sequence[Finding]) -> list[int]:
     """The passages the sentence quotes word for word, as one or more whole sentences of theirs
     in a row (a table row read with its header counts as a sentence)."""
     want = _words(sentence)
-    if len(want) < 3:
+    if not want:
         return []
     found = []
     for i, f in enumerate(findings):
