@@ -41,6 +41,7 @@ ROWS = {
     13: "what a plain `serve` logs: shed, hung-up and failed requests",
     14: "embedded PostgreSQL life cycle: db status, db stop, killed under serve",
     15: "external PostgreSQL (password, TCP): two serve workers, one thread, pg_ctl restart",
+    16: "poisoned documents: markup, orders, fake markers, outside links in titles and text",
 }
 
 

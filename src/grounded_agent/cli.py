@@ -286,6 +286,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         extra = f", restored: {report.restored}" if report.restored else ""
         if args.sync:
             extra += f", removed (file gone): {report.removed}"
+        if report.flagged:
+            extra += f", flagged: {len(report.flagged)}"
         print(
             f"documents: {report.documents}, chunks: {report.chunks}, skipped: {report.skipped}, "
             f"replaced: {report.replaced}, deactivated: {report.deactivated}{extra}, "
@@ -293,26 +295,44 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
         for err in report.errors:
             print(f"  error: {err.file}: {err.reason}", file=sys.stderr)
+        for flag in report.flagged:
+            print(f"  flagged: {flag.file} ({flag.doc_id}): {'; '.join(flag.reasons)}",
+                  file=sys.stderr)
+        if report.flagged:
+            print(f"{len(report.flagged)} document(s) flagged as holding instruction-like content:"
+                  " kept out of answers (GROUNDED_AGENT_FLAGGED_DOCUMENTS=include searches them)",
+                  file=sys.stderr)
     return 1 if report.errors and not report.documents else 0
 
 
 def _version_line(v: Any) -> str:
-    """One version of `docs list`: id, version, status, date, chunks, pages, format, title."""
+    """One version of `docs list`: id, version, status, date, chunks, pages, format, title
+    (neutralised: display.py)."""
+    from grounded_agent.display import UNTITLED, neutral_field
+
     pages = f"{v.pages} page{'s' if v.pages > 1 else ''}" if v.pages else ""
     cols = [
         v.doc_id,
         v.version or "-",
-        v.status,
+        v.status + (" FLAGGED" if v.flagged else ""),
         str(v.document_date or "-"),
         f"{v.chunks} chunks",
         pages,
         v.format or "",
-        v.title,
+        neutral_field(v.title, fallback=UNTITLED),
     ]
     return "  ".join(c for c in cols if c)
 
 
+def _shown_version(v: Any) -> dict[str, Any]:
+    """A version as `docs ... --json` prints it: its title neutralised (display.py)."""
+    from grounded_agent.display import UNTITLED, neutral_field
+
+    return {**v.model_dump(mode="json"), "title": neutral_field(v.title, fallback=UNTITLED)}
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
+    from grounded_agent.display import neutral_field
     from grounded_agent.store import open_store
 
     if args.docs_command in ("show", "remove"):
@@ -328,7 +348,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
     if args.docs_command == "list":
         versions = store.list_documents(all_versions=args.all_versions)
         if args.json:
-            print(json.dumps([v.model_dump(mode="json") for v in versions], indent=2))
+            print(json.dumps([_shown_version(v) for v in versions], indent=2))
         elif not versions:
             print("no documents: add some with 'grounded-agent ingest PATH...'")
         else:
@@ -341,7 +361,12 @@ def cmd_docs(args: argparse.Namespace) -> int:
             print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
             return 1
         if args.json:
-            print(detail.model_dump_json(indent=2))
+            data = detail.model_dump(mode="json")
+            data["versions"] = [_shown_version(v) for v in detail.versions]
+            for c in data["chunks"]:
+                c["section"] = neutral_field(c["section"]) or None
+                c["preview"] = neutral_field(c["preview"])
+            print(json.dumps(data, indent=2))
             return 0
         for v in detail.versions:
             print(_version_line(v))
@@ -350,6 +375,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
                 ("url", v.source_url),
                 ("language", v.language),
                 ("indexed", v.indexed_at),
+                ("flagged", "; ".join(v.flagged)),
             ):
                 if value:
                     print(f"    {label}: {value}")
@@ -358,7 +384,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
         for c in detail.chunks:
             if c.version == shown.version:
                 page = f"p. {c.page}  " if c.page is not None else ""
-                print(f"  {c.chunk_index:>3}  {page}{c.section or '-'}: {c.preview[:70]}")
+                section, preview = neutral_field(c.section), neutral_field(c.preview)
+                print(f"  {c.chunk_index:>3}  {page}{section or '-'}: {preview[:70]}")
         return 0
     removal = store.remove_document(args.doc_id)
     if removal is None:

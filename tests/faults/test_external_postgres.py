@@ -131,7 +131,7 @@ def test_two_workers_on_an_external_postgres(tmp_path: Path, fault: Any) -> None
             across = asyncio.run(_history(pg, thread))
             assert_turns(across, QUESTIONS[:2])  # turn 2 on worker B saw turn 1 of worker A
             pg.restart()
-            recovery = [_page_until_ok(port, limit_s=30) for port in ports]
+            recovery = [_page_until_ok(port, limit_s=60) for port in ports]
             third = _ask(ports[0], QUESTIONS[2], thread)
             after = asyncio.run(_history(pg, thread))
             phases["three turns and the restart"] = time.monotonic() - started

@@ -37,6 +37,7 @@ from grounded_agent.loaders.base import (
     parse_date,
     parse_front_matter,
 )
+from grounded_agent.screening import FlaggedDocument, screen
 from grounded_agent.store.catalog import KnownVersion
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.records import ChunkRecord, DocumentRecord, passage_text
@@ -75,6 +76,12 @@ class IngestReport(BaseModel):
         0, description="With sync: versions whose file is gone from the directory, now removed."
     )
     errors: list[FileError] = Field(default_factory=list)
+    flagged: list[FlaggedDocument] = Field(
+        default_factory=list,
+        description="Documents read whose text or metadata holds instruction-like content or "
+        "prompt markup (screening.py), written or skipped; kept out of answers unless "
+        "GROUNDED_AGENT_FLAGGED_DOCUMENTS=include.",
+    )
     files: int = 0
     embedding_seconds: float = 0.0
     database_seconds: float = 0.0
@@ -277,6 +284,9 @@ def to_record(doc: SourceDocument) -> DocumentRecord:
     where: dict[str, Any] = {"source_file": doc.origin, "format": doc.fmt}
     if doc.source_path:
         where["source_path"] = doc.source_path
+    reasons = screen(doc)
+    if reasons:  # stored with every chunk: the read path leaves them out by the run's setting
+        where["flagged"] = reasons
     return DocumentRecord(
         doc_id=doc.doc_id,
         title=doc.title,
@@ -334,10 +344,15 @@ def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], se
             failed_files.add(os.path.abspath(path))
         for doc in docs:
             try:
-                records.append((doc.origin, doc.source_path, to_record(doc)))
+                record = to_record(doc)
             except IngestError as exc:
                 report.errors.append(FileError(file=doc.origin, reason=str(exc)))
                 failed_files.add(doc.source_path or os.path.abspath(path))
+                continue
+            records.append((doc.origin, doc.source_path, record))
+            if record.extra.get("flagged"):
+                report.flagged.append(FlaggedDocument(
+                    doc_id=record.doc_id, file=doc.origin, reasons=record.extra["flagged"]))
     report.documents = len(records)
     dirs = [os.path.join(os.path.abspath(r), "") for r in roots if r.is_dir()]
     return records, failed_files, dirs
@@ -442,7 +457,7 @@ async def _aingest(
     report.elapsed_seconds = time.perf_counter() - started
     log.info(
         "ingested %d documents (%d added, %d replaced, %d skipped, %d removed, %d chunks, "
-        "%d errors) in %.1fs",
+        "%d errors, %d flagged) in %.1fs",
         report.documents,
         report.added,
         report.replaced,
@@ -450,6 +465,7 @@ async def _aingest(
         report.removed,
         report.chunks,
         len(report.errors),
+        len(report.flagged),
         report.elapsed_seconds,
     )
     return report
