@@ -97,6 +97,14 @@ class Context:
     top_k: int = field(
         default=5, metadata={"description": "Passages fetched per source call (1 to 10)."}
     )
+    answer_threshold: float | None = field(
+        default=None,
+        metadata={
+            "description": "Offline: the judge's probability a sentence must reach for the agent "
+            "to answer from it (0 to 1); None takes the threshold chosen on the judge's tuning "
+            "split (its manifest)."
+        },
+    )
     max_tool_calls_per_attempt: int = field(
         default=3,
         metadata={"description": "Tool calls executed per attempt; extra calls are rejected."},
@@ -176,6 +184,8 @@ class Context:
         if not 0.0 <= self.closest_threshold <= 1.0:
             raise ValueError("closest_threshold must be between 0 and 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
+        if self.answer_threshold is not None and not 0.0 <= self.answer_threshold <= 1.0:
+            raise ValueError("answer_threshold must be between 0 and 1")
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
@@ -218,6 +228,7 @@ CLIENT_CONFIGURABLE: frozenset[str] = frozenset(
         "model_low_threshold",
         "closest_threshold",
         "top_k",
+        "answer_threshold",
         "wikipedia_language",
         "max_attempts",
     }
