@@ -87,7 +87,7 @@ def classify(q: EvalQuestion, findings: Sequence[Finding], ctx: Context, sentenc
         first = bool(findings) and findings[0].source_id == q.gold_doc_id
         return ROWS[1] if first else ROWS[2]
     usable = [f for f in findings if f.score >= ctx.low_threshold]
-    draft = extractive_draft(q.question, usable)
+    draft = extractive_draft(q.question, usable, max_sentences=sentences)
     checked = check_answer(draft, usable)
     cites_gold, _ = gold_citation(q, [c.source_id for c in checked.citations],
                                   [c.version for c in checked.citations])

@@ -1,20 +1,70 @@
-"""Offline answers: the sentence the judge finds answers the question, with its passage's marker."""
+"""Offline answers: the sentences of the found passages that hold what the question asks for."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from grounded_agent.answer_types import asked_type, holds_type
 from grounded_agent.citations import attach_markers
-from grounded_agent.judge import Judge, load_judge
-from grounded_agent.reading import choose
 from grounded_agent.schemas import Finding
+from grounded_agent.text import (
+    answer_units,
+    coverage,
+    idf_from,
+    key_terms,
+    looks_like_instruction,
+)
 
+TYPE_BONUS = 0.3
+"""Added to a sentence's coverage when it holds the kind of thing the question asks for."""
+RANK_BONUS = 0.6
+"""Added per place a passage's document stands higher in the sources' own order (which document
+answers best). Chunks of one document get no order among themselves: the sections of one page
+all score alike, and there the sentence that holds the answer decides."""
 
-def extractive_draft(question: str, sources: Sequence[Finding], judge: Judge | None = None) -> str:
-    """One sentence, cited to its passage (`reading.choose`). A second sentence, chosen because
-    it shares the question's words, was where wrong offline answers came from; the judge reads
-    the question and the sentence together instead."""
-    choice = choose(judge or load_judge(), question, sources)
-    if choice is None:
+def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: int = 2) -> str:
+    """Offline answer: the sentences that best cover the question, each with its marker.
+
+    The passage is the one, among the top three, that holds the best such sentence (its relevance
+    plus that sentence's coverage, plus the place of its document in the sources' order), not
+    merely the best passage overall. Key terms weigh by their rarity among the passages found,
+    since a term every passage shares does not tell sentences apart; a sentence holding what the
+    question asks for (an amount, a price, a duration, a date, a phone number, a name) is
+    preferred over one that only shares its words. Tables are read row by row with their header,
+    so a row can be quoted.
+    """
+    if not sources:
         return ""
-    return attach_markers(choice.sentence, f"[{choice.index + 1}]")
+    top = list(sources)[:3]
+    terms = key_terms(question, idf_from(f"{f.title} {f.text}" for f in sources))
+    wanted = asked_type(question)
+
+    def rank(sentence: str) -> float:
+        bonus = TYPE_BONUS if wanted is not None and holds_type(wanted, sentence) else 0.0
+        return coverage(terms, sentence) + bonus
+
+    documents = list(dict.fromkeys(f.source_id for f in top))
+    candidates = []
+    for n, passage in enumerate(top):
+        sentences = [s for s in answer_units(passage.text) if not looks_like_instruction(s)]
+        if sentences:
+            candidates.append((n, sentences, [rank(x) for x in sentences]))
+    if not candidates:
+        return ""
+
+    def place(n: int) -> float:
+        return RANK_BONUS * (len(documents) - documents.index(top[n].source_id))
+
+    best_n, sentences, scores = max(
+        candidates, key=lambda c: top[c[0]].score + max(c[2]) + place(c[0])
+    )
+    ranked = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
+    chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0) or ranked[:1]
+    if wanted is not None and not any(holds_type(wanted, sentences[i]) for i in chosen):
+        # "How often must I change my password?": the words meet "change it at any time", the
+        # answer is "Passwords expire after 90 days"; quote the best sentence holding a figure
+        typed = [i for i in ranked if holds_type(wanted, sentences[i]) and scores[i] > 0]
+        if typed:  # the best match stays, the figure takes the last place
+            best = [i for i in ranked if i in chosen][: max_sentences - 1]
+            chosen = sorted({*best, typed[0]})
+    return " ".join(attach_markers(sentences[i], f"[{best_n + 1}]") for i in chosen)

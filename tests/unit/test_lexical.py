@@ -1,9 +1,10 @@
-"""The one lexical layer: what carries over between knowledge bases."""
+"""The one lexical layer and the answer-type checks: what carries over between knowledge bases."""
 
 from __future__ import annotations
 
 import pytest
 
+from grounded_agent.answer_types import asked_type, holds_type
 from grounded_agent.citations import check_answer
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.schemas import Finding
@@ -75,6 +76,74 @@ def test_the_users_own_circumstances_are_not_names_asked_about() -> None:
     assert asked_part("If I'm a member, what does Contoso charge?").split() == [
         ",", "what", "does", "Contoso", "charge?"
     ]
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How much do I pay each month for water?", "amount"),
+        ("How long can I keep a DVD?", "duration"),
+        ("When does the Harbor branch open on Saturdays?", "date"),
+        ("Which number do I call when a pipe bursts?", "phone"),
+        ("How many books can I borrow at once?", "number"),
+        ("Who wrote the contract?", "person"),
+        ("Where is the nearest branch?", "place"),
+        ("Can I bring my dog into the library?", None),
+        # the question's form wins over a topic word in it
+        ("How many days do I have to pay once the bill is issued?", "duration"),
+        ("How often will I get a water bill?", "frequency"),
+        ("the printer is jammed, who do I ring?", "phone"),
+        ("How many receipts can I scan in one go on my phone?", "number"),
+        # a word that names a price asks for one; "how much" alone may ask for time
+        ("If I call off a room booking the day before, is it refunded?", "price"),
+        ("I need a doctor's note for my insurance - price?", "price"),
+        ("How much warning do I get before the water is switched off?", "amount"),
+        # "pay" names a price only as something owed
+        ("Do I have to pay to get a copy of my medical file?", "price"),
+        ("Can customers pay me by card straight from the invoice?", None),
+        # a relative "who" is not a question about a person
+        ("Do people who can only look at things cost me a seat?", "price"),
+        ("A copy of the charter appeared when?", "date"),
+        ("What is the number of plant species?", None),
+    ],
+)
+def test_asked_type(question: str, kind: str | None) -> None:
+    assert asked_type(question) == kind
+
+
+def test_holds_type() -> None:
+    assert holds_type("duration", "DVDs can be borrowed for 7 days.")
+    assert not holds_type("duration", "DVDs can be borrowed at every branch.")
+    assert holds_type("amount", "The base charge is EUR 12.40.")
+    assert holds_type("amount", "Printing in black and white is free of charge.")
+    assert not holds_type("amount", "Printing is available at all branches.")
+    # "how much notice" is answered by a duration; a fee is not
+    assert holds_type("amount", "You get at least 48 hours' notice.")
+    assert holds_type("price", "The second reminder costs EUR 5.00.")
+    assert holds_type("price", "A copy costs 12.50 per page.")
+    assert not holds_type("price", "A sick note can be given for up to 5 days.")
+    assert not holds_type("price", "Call between 08:00 and 10:00, or within two to four weeks.")
+    assert not holds_type("price", "Reminders are sent within 10 working days.")
+    assert holds_type("phone", "Call 0800 123 456 day and night.")
+    assert not holds_type("phone", "Call the hotline day and night.")
+    assert holds_type(None, "anything")
+    # "monthly" is how often, not how long; a count with a unit is both
+    monthly = "Monthly subscriptions are not refunded for the month already started."
+    assert not holds_type("duration", monthly)
+    assert holds_type("frequency", monthly)
+    assert holds_type("duration", "Refunds usually take 5 to 10 business days to arrive.")
+    assert holds_type("duration", "Boil the water for a minute before use.")
+    # an ordinal counts no time: a floor, a day of the month
+    assert not holds_type("duration", "Board games are kept on the second floor.")
+    assert not holds_type("duration", "Rent is due on the first day of the month.")
+    assert holds_type("duration", "Loans last two weeks.")
+    # nor does it count anything: "how many" wants a count, not "the 1st"
+    assert not holds_type("number", "Exports run every month, on the 1st.")
+    assert holds_type("number", "Up to 25 schedules, on the 1st of each month.")
+    assert holds_type("date", "Exports run every month, on the 1st.")
+    assert holds_type("frequency", "The meter is read once a year.")
+    assert not holds_type("frequency", "The meter is read by a technician.")
+    assert holds_type("date", "Sprinklers may be used on Tuesdays and Saturdays.")
 
 
 def test_terms_are_what_relevance_counts() -> None:

@@ -15,7 +15,6 @@ from grounded_agent.citations import MARKER, Checked, check_answer
 from grounded_agent.context import MAX_ATTEMPTS, Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
-from grounded_agent.judge import Judge
 from grounded_agent.languages import name_of, translation_needed
 from grounded_agent.model_calls import Fallback, ModelReply, add_usage, ask_model
 from grounded_agent.nodes._common import ctx_of, final_outcomes, nonempty, outcomes_of, step
@@ -135,7 +134,7 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
             trail += reply.trail
         judge = model if ctx.judge_support else None
         text, citations = await _draft(
-            state, ctx, judge, deps.get_judge(), reply, question, evidence, warnings, trail
+            state, ctx, judge, reply, question, evidence, warnings, trail
         )
         if write_in and reply.message is not None and citations:
             text, translation = await _translate(state, ctx, model, text, reply.usage, trail)
@@ -277,7 +276,6 @@ async def _draft(
     state: AgentState,
     ctx: Context,
     judge: Any,
-    reader: Judge,
     reply: ModelReply,
     question: str,
     evidence: list[Finding],
@@ -293,7 +291,7 @@ async def _draft(
         )
         draft, how = "", "abstained"
     elif not draft:
-        draft = extractive_draft(question, evidence, reader)
+        draft = extractive_draft(question, evidence)
         if state.get("language"):
             trail.append(
                 step(
@@ -322,7 +320,7 @@ async def _draft(
                 "sentence(s) removed); the answer was extracted from the sources",
             )
         )
-        checked = check_answer(extractive_draft(question, evidence, reader), evidence)
+        checked = check_answer(extractive_draft(question, evidence), evidence)
         warnings.extend(_check_warnings(checked))
         how = "extractive"
     trail.append(

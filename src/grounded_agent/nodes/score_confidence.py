@@ -41,11 +41,9 @@ async def score_confidence(
     def local() -> Confidence:
         # what reached the model only for the model to judge does not count without it
         kept = [e for e in evidence if e.score >= ctx.low_threshold]
-        return local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold,
-                                judge=deps.get_judge(), answer_threshold=ctx.answer_threshold)
+        return local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold)
 
-    verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold,
-                       judge=deps.get_judge(), answer_threshold=ctx.answer_threshold)
+    verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
         return _done(state, conf, f"model call skipped: {why}", "deterministic")
