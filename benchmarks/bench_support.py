@@ -32,20 +32,22 @@ tests/data/support_blind5.jsonl and support_blind6.jsonl, "blind5" and "blind6" 
 for the paraphrases a chat model writes (equivalent units such as "two weeks" for "14 days",
 merged facts, list items) and for fluent unsupported sentences; measured once with the check
 frozen: 48/50 = 96.0% and 40/50 = 80.0% false removal, 4/50 = 8.0% and 5/50 = 10.0% false keep.
-The word check reads quotes, not paraphrase: in LLM mode the answer step asks the model to judge
-every sentence that does not quote whole passage sentences (support_judge.py,
-Context.judge_support); the rates above measure the word check alone, the routing and the
-oracle-judge rates below what LLM mode adds.
+Those rates are the word check's that stood here until issue 24: a lexical reader of paraphrase
+(synonym, antonym, unit and negation tables) that fitted the rows it was tuned on and not the
+others. It is gone. Code now keeps a sentence by itself only when it quotes whole sentences of
+a cited passage word for word (citations.support_verdict); every other sentence is removed unless
+LLM mode's support judgement (support_judge.py, Context.judge_support) finds it stated, and even
+then a figure it writes in digits must stand in the passage. So the code alone keeps no
+unsupported row of any set, and removes every paraphrase; what LLM mode keeps is the judge's
+reading, measured below with an always-right judge and with `--judge`.
 "all" is the first three sets.
 
 The script prints, per set, the false-removal rate (supported sentences the check removes) and
-the false-keep rate (unsupported sentences it keeps). `--tune` sweeps the threshold on the tune
-rows and picks the value with the smallest worse rate (ties: the stricter threshold, since
-keeping an unsupported sentence is the worse error), then reports every set at that value.
+the false-keep rate (unsupported sentences it keeps).
 
-    .venv/bin/python benchmarks/bench_support.py [--tune] [--errors] [--json] [--judge]
+    .venv/bin/python benchmarks/bench_support.py [--errors] [--json] [--judge]
 
-`--judge` measures what LLM mode does: every sentence the word check does not decide alone goes to
+`--judge` measures what LLM mode does: every sentence the quote check does not keep goes to
 the model configured as for the agent (OPENAI_API_KEY and/or OPENAI_BASE_URL,
 GROUNDED_AGENT_MODEL), one call per such sentence, through the answer step's own `check_answer`
 and `judge_support`. Without a model configured it says so and exits with 2.
@@ -62,7 +64,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from grounded_agent.citations import SUPPORT_MIN, check_answer, support_verdict
+from grounded_agent.citations import check_answer, support_verdict
 from grounded_agent.context import Context
 from grounded_agent.deps import default_chat_model
 from grounded_agent.schemas import Finding
@@ -70,7 +72,6 @@ from grounded_agent.support_judge import Judged, judge_support
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "support_labelled.jsonl"
 SETS = ("tune", "heldout", "fresh")
-GRID = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 
 
 BLIND = DATA.with_name("support_fresh.jsonl")
@@ -97,7 +98,7 @@ def load_blind() -> list[dict[str, Any]]:
     ]
 
 
-def verdicts(rows: list[dict[str, Any]], threshold: float) -> list[tuple[dict[str, Any], bool, str]]:
+def verdicts(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool, str]]:
     out = []
     for row in rows:
         finding = Finding(
@@ -108,7 +109,7 @@ def verdicts(rows: list[dict[str, Any]], threshold: float) -> list[tuple[dict[st
             text=row["passage"],
             score=0.9,
         )
-        v = support_verdict(row["sentence"], [finding], threshold)
+        v = support_verdict(row["sentence"], [finding])
         out.append((row, v.supported, v.reason))
     return out
 
@@ -129,29 +130,14 @@ def rates(judged: list[tuple[dict[str, Any], bool, str]]) -> dict[str, Any]:
     }
 
 
-def measure(rows: list[dict[str, Any]], threshold: float) -> dict[str, dict[str, Any]]:
-    judged = verdicts(rows, threshold)
+def measure(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    judged = verdicts(rows)
     out = {s: rates([j for j in judged if j[0].get("set") == s]) for s in SETS}
     out["all"] = rates([j for j in judged if j[0].get("set") not in BLIND_SETS])
     for name in BLIND_SETS:
         if any(j[0].get("set") == name for j in judged):
             out[name] = rates([j for j in judged if j[0].get("set") == name])
     return out
-
-
-def tune(rows: list[dict[str, Any]]) -> tuple[float, list[tuple[float, dict[str, Any]]]]:
-    """The grid value whose worse rate on the tune rows is smallest (ties: the higher value)."""
-    tuning = [r for r in rows if r.get("set") == "tune"]
-    sweep = [(t, rates(verdicts(tuning, t))) for t in GRID]
-    best = min(
-        sweep,
-        key=lambda x: (
-            max(x[1]["false_removal_rate"], x[1]["false_keep_rate"]),
-            x[1]["false_removal_rate"] + x[1]["false_keep_rate"],
-            -x[0],
-        ),
-    )
-    return best[0], sweep
 
 
 def _finding(row: dict[str, Any]) -> Finding:
@@ -166,13 +152,13 @@ def _draft(row: dict[str, Any]) -> str:
 
 
 def routes(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per set, where the answer step's word check leaves each sentence in LLM mode: decided alone
-    (a quote of whole passage sentences), or sent to the model (removed, or kept without being
-    such a quote). Unsupported sentences kept alone are what no judge sees."""
+    """Per set, where the answer step leaves each sentence in LLM mode: kept by code alone (a
+    quote of whole passage sentences), or sent to the model's judgement. Unsupported sentences
+    kept alone are what no judge sees."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         checked = check_answer(_draft(row), [_finding(row)])
-        sent = bool(checked.doubted or checked.paraphrased)
+        sent = bool(checked.doubted)
         c = out.setdefault(row["set"], {"rows": 0, "sent": 0, "unsupported": 0,
                                         "unsupported_kept_alone": 0})
         c["rows"] += 1
@@ -188,13 +174,13 @@ Judge = Callable[[dict[str, Any], Finding, list[tuple[str, list[int]]]], Awaitab
 
 
 async def _in_llm_mode(row: dict[str, Any], judge: Judge) -> Verdict:
-    """One row as the answer step treats it in LLM mode: the word check, the judgement of what
-    it does not decide alone, then the rules kept in code."""
+    """One row as the answer step treats it in LLM mode: the quote check, the judgement of what
+    it does not keep, then the rules kept in code."""
     finding, draft = _finding(row), _draft(row)
     checked = check_answer(draft, [finding])
-    claims = checked.doubted + checked.paraphrased
+    claims = checked.doubted
     if not claims:
-        return row, bool(checked.citations), "word check"
+        return row, bool(checked.citations), "quote check"
     judged = await judge(row, finding, claims)
     if judged.verdicts is None:
         return row, bool(checked.citations), f"not judged: {judged.why_not}"
@@ -236,38 +222,26 @@ def _rates_line(name: str, r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tune", action="store_true", help="sweep the threshold on the tune rows")
     parser.add_argument("--errors", action="store_true", help="list every wrong verdict")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--judge", action="store_true",
-                        help="LLM mode: the configured model judges what the word check does not "
-                        "decide alone")
+                        help="LLM mode: the configured model judges what the quote check does "
+                        "not keep")
     args = parser.parse_args(argv)
     if args.judge:
         return _main_judged()
 
     rows = load()
-    threshold = SUPPORT_MIN
     blind = load_blind()
-    sweep: list[tuple[float, dict[str, Any]]] = []
-    if args.tune:
-        threshold, sweep = tune(rows)
     started = time.perf_counter()
-    result = measure(rows + blind, threshold)
+    result = measure(rows + blind)
     ms = (time.perf_counter() - started) * 1000 / max(len(rows) + len(blind), 1)
 
     if args.json:
-        print(json.dumps({"threshold": threshold, "ms_per_sentence": round(ms, 2),
-                          "sets": result, "sweep": [{"threshold": t, **r} for t, r in sweep]},
-                         indent=2))
+        print(json.dumps({"ms_per_sentence": round(ms, 2), "sets": result}, indent=2))
         return 0
-    if sweep:
-        print("threshold sweep on the tune rows (false removal / false keep):")
-        for t, r in sweep:
-            mark = "  <- chosen" if t == threshold else ""
-            print(f"  {t:.2f}  {r['false_removal_rate']:6.1%}  {r['false_keep_rate']:6.1%}{mark}")
-        print()
-    print(f"support check at threshold {threshold:.2f} ({ms:.1f} ms per sentence)")
+    print(f"support check by code alone: quotes of whole passage sentences ({ms:.1f} ms per "
+          "sentence)")
     print(f"{'set':8s} {'rows':>5s} {'false removal':>20s} {'false keep':>20s}")
     for name in (*SETS, "all", *(b for b in BLIND_SETS if any(r["set"] == b for r in blind))):
         print(_rates_line(name, result[name]))
@@ -279,15 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         if part:
             print(_rates_line(name, rates(part)))
     print()
-    print("LLM mode: sentences the word check sends to the model's judgement (removed, or kept")
-    print("but not a quote of whole passage sentences), and unsupported ones it keeps alone")
+    print("LLM mode: sentences sent to the model's judgement (no quote of whole passage")
+    print("sentences), and unsupported ones code keeps alone")
     for name, r in routes(rows + blind).items():
         alone = f"{r['unsupported_kept_alone']}/{r['unsupported']}"
         print(f"{name:8s} sent {r['sent']:3d} of {r['rows']:3d}   unsupported kept alone {alone:>7s}"
               f" = {r['unsupported_kept_alone'] / max(r['unsupported'], 1):.1%}")
     if args.errors:
         print()
-        for row, kept, reason in verdicts(rows + blind, threshold):
+        for row, kept, reason in verdicts(rows + blind):
             wrong = kept != (row["label"] == "supported")
             if wrong:
                 what = "KEPT   " if kept else "REMOVED"
@@ -303,7 +277,7 @@ def _main_judged() -> int:
         return 2
     rows = load() + load_blind()
     judged = judged_verdicts(rows, model, ctx)
-    print(f"word check + the judgement of {ctx.model} on what it does not decide alone")
+    print(f"quote check + the judgement of {ctx.model} on what it does not keep")
     print(f"{'set':8s} {'rows':>5s} {'false removal':>20s} {'false keep':>20s}  not judged")
     for name in (*SETS, *BLIND_SETS):
         part = [j for j in judged if j[0].get("set") == name]

@@ -38,6 +38,10 @@ ROWS = {
     10: "fuzzing: Python API, CLI, endpoint",
     11: "load: concurrent requests on the endpoint, 200 ms model",
     12: "secrets under faults with DEBUG logging",
+    13: "what a plain `serve` logs: shed, hung-up and failed requests",
+    14: "embedded PostgreSQL life cycle: db status, db stop, killed under serve",
+    15: "external PostgreSQL (password, TCP): two serve workers, one thread, pg_ctl restart",
+    16: "poisoned documents: markup, orders, fake markers, outside links in titles and text",
 }
 
 

@@ -1,10 +1,10 @@
 """What kind of thing a question asks for, and whether a sentence holds one.
 
-A passage can share every word of a question and still not answer it: "How long can I keep a
-DVD?" is not answered by "DVDs can be borrowed at every branch." A question that asks for a number,
-a date, a duration, an amount, a phone number or a name is answered only by a sentence that has
-one. These checks carry over between knowledge bases because they look at the form of the answer,
-not at any corpus's words.
+A passage can share every word of a question and still not answer it: "How long is a parking
+permit valid?" is not answered by "Parking permits are sold at every office." A question that
+asks for a number, a date, a duration, an amount, a phone number or a name is answered only by a
+sentence that has one. These checks carry over between knowledge bases because they look at the
+form of the answer, not at any corpus's words.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from grounded_agent.schemas import (
     InvalidQuestion,
     validate_language,
     validate_question,
+    validate_text_id,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ def _inputs(question: str, options: AskOptions) -> dict[str, Any]:
         except ValueError as exc:
             raise InvalidQuestion(str(exc)) from exc
     payload["language"] = validate_language(options.get("language"))
+    if options.get("thread_id") is not None:
+        validate_text_id(options.get("thread_id"), "thread_id")
     return payload
 
 
@@ -179,6 +182,10 @@ def ingest(
     return ingest_paths([Path(p) for p in items], _store(store), sync=sync)
 
 
+MAX_DOC_ID_CHARS = 1000
+"""Longer than any id ingest derives (a relative path or a declared id)."""
+
+
 def list_documents(
     *, all_versions: bool = False, store: KnowledgeStore | None = None
 ) -> list[DocumentVersion]:
@@ -188,9 +195,9 @@ def list_documents(
 
 def get_document(doc_id: str, *, store: KnowledgeStore | None = None) -> DocumentDetail | None:
     """A document's versions and chunks (section, page of each), or None if there is none."""
-    return _store(store).get_document(doc_id)
+    return _store(store).get_document(validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS))
 
 
 def remove_document(doc_id: str, *, store: KnowledgeStore | None = None) -> Removal | None:
     """Stops searching a document at once (all its versions); None if there is no such id."""
-    return _store(store).remove_document(doc_id)
+    return _store(store).remove_document(validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS))

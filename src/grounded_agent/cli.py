@@ -1,4 +1,4 @@
-"""The command line: ask, search, ingest, docs, demo, serve."""
+"""The command line: ask, search, ingest, docs, db, demo, serve."""
 
 from __future__ import annotations
 
@@ -60,6 +60,23 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+SERVE_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def serve_logging(verbose: bool, stream: Any = None) -> logging.Handler:
+    """`serve` is an operator's process: WARNING by default (one line per shed or cancelled
+    request, the whole redacted traceback of a 500 under its incident id), INFO with -v; a
+    record is never cut to its first line. Returns the handler added to the root logger."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter(SERVE_LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return handler
 
 
 def render_documents(result: AgentResult) -> list[str]:
@@ -269,6 +286,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         extra = f", restored: {report.restored}" if report.restored else ""
         if args.sync:
             extra += f", removed (file gone): {report.removed}"
+        if report.flagged:
+            extra += f", flagged: {len(report.flagged)}"
         print(
             f"documents: {report.documents}, chunks: {report.chunks}, skipped: {report.skipped}, "
             f"replaced: {report.replaced}, deactivated: {report.deactivated}{extra}, "
@@ -276,33 +295,60 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
         for err in report.errors:
             print(f"  error: {err.file}: {err.reason}", file=sys.stderr)
+        for flag in report.flagged:
+            print(f"  flagged: {flag.file} ({flag.doc_id}): {'; '.join(flag.reasons)}",
+                  file=sys.stderr)
+        if report.flagged:
+            print(f"{len(report.flagged)} document(s) flagged as holding instruction-like content:"
+                  " kept out of answers (GROUNDED_AGENT_FLAGGED_DOCUMENTS=include searches them)",
+                  file=sys.stderr)
     return 1 if report.errors and not report.documents else 0
 
 
 def _version_line(v: Any) -> str:
-    """One version of `docs list`: id, version, status, date, chunks, pages, format, title."""
+    """One version of `docs list`: id, version, status, date, chunks, pages, format, title
+    (neutralised: display.py)."""
+    from grounded_agent.display import UNTITLED, neutral_field
+
     pages = f"{v.pages} page{'s' if v.pages > 1 else ''}" if v.pages else ""
     cols = [
         v.doc_id,
         v.version or "-",
-        v.status,
+        v.status + (" FLAGGED" if v.flagged else ""),
         str(v.document_date or "-"),
         f"{v.chunks} chunks",
         pages,
         v.format or "",
-        v.title,
+        neutral_field(v.title, fallback=UNTITLED),
     ]
     return "  ".join(c for c in cols if c)
 
 
+def _shown_version(v: Any) -> dict[str, Any]:
+    """A version as `docs ... --json` prints it: its title neutralised (display.py)."""
+    from grounded_agent.display import UNTITLED, neutral_field
+
+    return {**v.model_dump(mode="json"), "title": neutral_field(v.title, fallback=UNTITLED)}
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
+    from grounded_agent.display import neutral_field
     from grounded_agent.store import open_store
 
+    if args.docs_command in ("show", "remove"):
+        from grounded_agent.api import MAX_DOC_ID_CHARS
+        from grounded_agent.schemas import validate_text_id
+
+        try:  # invalid UTF-8 arrives as lone surrogates: named here, not a database error
+            validate_text_id(args.doc_id, "document id", MAX_DOC_ID_CHARS)
+        except InvalidQuestion as exc:
+            print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
+            return 2
     store = open_store()
     if args.docs_command == "list":
         versions = store.list_documents(all_versions=args.all_versions)
         if args.json:
-            print(json.dumps([v.model_dump(mode="json") for v in versions], indent=2))
+            print(json.dumps([_shown_version(v) for v in versions], indent=2))
         elif not versions:
             print("no documents: add some with 'grounded-agent ingest PATH...'")
         else:
@@ -315,7 +361,12 @@ def cmd_docs(args: argparse.Namespace) -> int:
             print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
             return 1
         if args.json:
-            print(detail.model_dump_json(indent=2))
+            data = detail.model_dump(mode="json")
+            data["versions"] = [_shown_version(v) for v in detail.versions]
+            for c in data["chunks"]:
+                c["section"] = neutral_field(c["section"]) or None
+                c["preview"] = neutral_field(c["preview"])
+            print(json.dumps(data, indent=2))
             return 0
         for v in detail.versions:
             print(_version_line(v))
@@ -324,6 +375,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
                 ("url", v.source_url),
                 ("language", v.language),
                 ("indexed", v.indexed_at),
+                ("flagged", "; ".join(v.flagged)),
             ):
                 if value:
                     print(f"    {label}: {value}")
@@ -332,7 +384,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
         for c in detail.chunks:
             if c.version == shown.version:
                 page = f"p. {c.page}  " if c.page is not None else ""
-                print(f"  {c.chunk_index:>3}  {page}{c.section or '-'}: {c.preview[:70]}")
+                section, preview = neutral_field(c.section), neutral_field(c.preview)
+                print(f"  {c.chunk_index:>3}  {page}{section or '-'}: {preview[:70]}")
         return 0
     removal = store.remove_document(args.doc_id)
     if removal is None:
@@ -345,6 +398,81 @@ def cmd_docs(args: argparse.Namespace) -> int:
             f"removed {removal.doc_id}: {removal.versions} version(s), {removal.chunks} chunk(s) "
             "no longer searched (ingest its file again to bring it back)"
         )
+    return 0
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    """The database's life cycle: `db status` (never starts a server) and `db stop`."""
+    from grounded_agent.store import StoreSettings, open_store
+    from grounded_agent.store.server import (
+        embedded_status,
+        postmasters_of,
+        stop_embedded_server,
+    )
+    from grounded_agent.store.settings import redact_url
+
+    settings = StoreSettings.from_env()
+    if not settings.embedded:
+        where = redact_url(settings.database_url or "")
+        if args.db_command == "stop":
+            print(f"grounded-agent: DATABASE_URL names an external server ({where}); "
+                  "grounded-agent does not manage it, stop it with its own tools",
+                  file=sys.stderr)
+            return 2
+        health = open_store(settings).healthcheck()
+        info: dict[str, Any] = {"backend": "external", "database": where, "running": health.ok,
+                                "documents": health.documents, "chunks": health.chunks}
+        if args.json:
+            print(json.dumps(info, indent=2))
+        else:
+            state = "reachable" if health.ok else "not reachable"
+            print(f"external PostgreSQL: {state} ({where}; managed outside grounded-agent)")
+            if health.ok:
+                print(f"documents: {health.documents} ({health.chunks} chunks)")
+        return 0
+    if args.db_command == "stop":
+        stopped = stop_embedded_server(settings.home)
+        left = postmasters_of(settings.pgdata)
+        if left:
+            print(f"grounded-agent: the embedded PostgreSQL under {settings.home} is still "
+                  f"running (pid {', '.join(map(str, left))})", file=sys.stderr)
+            return 1
+        if stopped:
+            print(f"stopped the embedded PostgreSQL under {settings.home} "
+                  f"(pid {', '.join(map(str, stopped))}); the next command starts it again")
+        else:
+            print(f"the embedded PostgreSQL under {settings.home} was not running")
+        return 0
+    status = embedded_status(settings.home)
+    documents = chunks = None
+    if status.running:
+        health = open_store(settings).healthcheck()
+        documents, chunks = health.documents, health.chunks
+    socket = (status.socket_dir / f".s.PGSQL.{status.port}"
+              if status.socket_dir and status.port else None)
+    info = {"backend": "embedded", "running": status.running, "pid": status.pid,
+            "home": str(status.home), "pgdata": str(status.pgdata), "port": status.port,
+            "socket": str(socket) if socket else None, "started_at": status.started_at,
+            "size_bytes": status.size_bytes, "documents": documents, "chunks": chunks}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    state = (f"running (pid {status.pid}, since {status.started_at})" if status.running
+             and status.started_at else "running" if status.running else "not running")
+    print(f"embedded PostgreSQL: {state}")
+    print(f"data home: {status.home}")
+    if socket:
+        print(f"port: {status.port}, on the Unix socket {socket} (no TCP listener)")
+    print(f"size: {_size(status.size_bytes)} ({status.pgdata})")
+    if documents is not None:
+        print(f"documents: {documents} ({chunks} chunks)")
+    if status.running:
+        print("it stays up between commands (each then starts in milliseconds, not seconds); "
+              "stop it with 'grounded-agent db stop'")
     return 0
 
 
@@ -423,7 +551,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    run(host=args.host, port=args.port)
+    run(host=args.host, port=args.port, verbose=args.verbose)
     return 0
 
 
@@ -505,6 +633,15 @@ def build_parser() -> argparse.ArgumentParser:
     docs_remove.add_argument("--json", action="store_true", help="print the result as JSON")
     docs.set_defaults(func=cmd_docs)
 
+    db = sub.add_parser("db", help="the embedded PostgreSQL: status, stop")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    db_status = db_sub.add_parser(
+        "status", help="running or not, data home, port, size, documents (starts nothing)"
+    )
+    db_status.add_argument("--json", action="store_true", help="print it as JSON")
+    db_sub.add_parser("stop", help="stop the embedded server of this data home")
+    db.set_defaults(func=cmd_db)
+
     demo = sub.add_parser("demo", help="ingest the sample knowledge base and ask its questions")
     demo.add_argument("--kb", default=str(SAMPLE_KB), help="folder of documents to ingest")
     demo.add_argument("--questions", default=str(SAMPLE_QUESTIONS), help="demo questions file")
@@ -533,7 +670,12 @@ def main(argv: list[str] | None = None) -> int:
         args.eval_args = raw[raw.index("eval") + 1 :]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    _setup_logging(args.verbose)
+    if args.command == "serve":
+        serve_logging(args.verbose)
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    else:
+        _setup_logging(args.verbose)
     if getattr(args, "sources", None) and args.command == "ask":
         args.sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     try:

@@ -51,6 +51,10 @@ def parse_sources(raw: str | list[str]) -> list[SourceName]:
     return out
 
 
+FLAGGED_DOCUMENTS = ("exclude", "include")
+"""What a run does with documents the ingest-time screening flagged (screening.py)."""
+
+
 def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
@@ -134,6 +138,16 @@ class Context:
         default=182,
         metadata={"description": "A cited document older than this gets a stale_source warning."},
     )
+    flagged_documents: str = field(
+        default_factory=lambda: _env("GROUNDED_AGENT_FLAGGED_DOCUMENTS", "").strip().lower()
+        or "exclude",
+        metadata={
+            "description": "exclude (default): documents the ingest-time screening flagged "
+            "(instruction-like text or metadata) never reach an answer; include: they are "
+            "searched like the others (their text is still neutralised when shown). "
+            "GROUNDED_AGENT_FLAGGED_DOCUMENTS."
+        },
+    )
     wikipedia_language: str = field(
         default="en", metadata={"description": "Language edition of Wikipedia searched."}
     )
@@ -161,7 +175,7 @@ class Context:
         metadata={
             "description": "LLM mode: sentences of the model's answer that do not quote whole "
             "sentences of their cited sources are judged by the model in one more call; False "
-            "leaves them to the word check."
+            "removes them (checked by quote only)."
         },
     )
     check_support_system_prompt: str = field(
@@ -189,6 +203,11 @@ class Context:
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
+        if self.flagged_documents not in FLAGGED_DOCUMENTS:
+            raise ValueError(
+                f"flagged_documents must be one of {', '.join(FLAGGED_DOCUMENTS)}, "
+                f"not {str(self.flagged_documents)[:40]!r}"
+            )
         for name in (
             "max_tool_calls_per_attempt",
             "max_model_rounds",

@@ -141,7 +141,7 @@ class Deps:
             return {n: t for n, t in self.tools.items() if n in names}
         # thresholds are applied again by check_grounding, so tools need not vary with them;
         # the key holds only what a client may change, and the cache keeps a few entries
-        key = (ctx.wikipedia_language, ctx.tool_timeout_s)
+        key = (ctx.wikipedia_language, ctx.tool_timeout_s, ctx.flagged_documents)
         cached = self._cached(self._tool_cache, key, lambda: self._default_tools(ctx), TOOL_CACHE_SIZE)
         return {n: t for n, t in cached.items() if n in names}
 
@@ -166,7 +166,10 @@ class Deps:
         outside = CalibratedRelevance(store.embeddings, stats=None)
         # the tools classify with their default thresholds; check_grounding applies the run's
         return {
-            "knowledge_base": make_knowledge_base_tool(store, timeout_s=ctx.tool_timeout_s),
+            "knowledge_base": make_knowledge_base_tool(
+                store, timeout_s=ctx.tool_timeout_s,
+                exclude_flagged=ctx.flagged_documents == "exclude",
+            ),
             "wikipedia": make_wikipedia_tool(
                 outside, language=ctx.wikipedia_language, timeout_s=ctx.tool_timeout_s
             ),

@@ -89,6 +89,11 @@ class DocumentQuery(BaseModel):
     @classmethod
     def _text(cls, value: Any) -> Any:
         if isinstance(value, str):
+            from grounded_agent.schemas import text_problem
+
+            problem = text_problem(value)
+            if problem is not None:  # the database would fail on it, not refuse it
+                raise ValueError(f"text {problem}")
             return " ".join(value.split()) or None
         return value
 

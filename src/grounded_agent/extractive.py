@@ -61,8 +61,8 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
     ranked = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
     chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0) or ranked[:1]
     if wanted is not None and not any(holds_type(wanted, sentences[i]) for i in chosen):
-        # "How often must I change my password?": the words meet "change it at any time", the
-        # answer is "Passwords expire after 90 days"; quote the best sentence holding a figure
+        # a question about a figure whose words meet a sentence without one: quote, beside
+        # the best match, the best sentence holding a figure of the kind asked for
         typed = [i for i in ranked if holds_type(wanted, sentences[i]) and scores[i] > 0]
         if typed:  # the best match stays, the figure takes the last place
             best = [i for i in ranked if i in chosen][: max_sentences - 1]

@@ -60,6 +60,17 @@ _SHARE = re.compile(
 )
 """A share ("a fifth"); "half an hour" is a time, read above."""
 _DIGITS = re.compile(_NUMBER)
+_CLOCK = re.compile(
+    r"\b(?P<h>\d{1,2})(?:[:.](?P<m>\d{2}))?\s*(?P<half>[ap])\.?\s?m\b\.?"
+    r"|\b(?P<h24>\d{1,2}):(?P<m24>\d{2})\b",
+    re.IGNORECASE,
+)
+"""A time of day, "4 pm", "7.30 a.m." or "16:00": the same time however it is written."""
+_NUMBER_WORD = re.compile(
+    rf"\b(?:(?P<tens>{'|'.join(w for w, n in NUMBER_WORDS.items() if 20 <= n <= 90)})[- ])?"
+    rf"(?P<word>{'|'.join(NUMBER_WORDS)})\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -101,13 +112,40 @@ def _same(a: Quantity, b: Quantity) -> bool:
     return a.kind == b.kind and abs(a.value - b.value) <= 0.005 * max(abs(a.value), abs(b.value))
 
 
+def _clock(m: re.Match[str]) -> int | None:
+    """Minutes after midnight of a time of day, or None where it names none ("25:00")."""
+    if m.group("h24") is not None:
+        h, minutes = int(m.group("h24")), int(m.group("m24"))
+    else:
+        h, minutes = int(m.group("h")), int(m.group("m") or 0)
+        if not 1 <= h <= 12:
+            return None
+        h = h % 12 + (12 if m.group("half").lower() == "p" else 0)
+    return h * 60 + minutes if h < 24 and minutes < 60 else None
+
+
+def _numbers_as_words(text: str) -> set[float]:
+    """The numbers a text writes as words: "ten", "twenty-five", "twice" (as 2)."""
+    out = set()
+    for m in _NUMBER_WORD.finditer(text):
+        tens = NUMBER_WORDS[m.group("tens").lower()] if m.group("tens") else 0
+        out.add(float(tens + NUMBER_WORDS[m.group("word").lower()]))
+    return out
+
+
 def figures_stated(sentence: str, sources: str) -> bool:
-    """Every figure the sentence writes in digits stands in the sources: as written, or as the
-    same quantity in another unit. A figure that is neither is a changed one."""
-    written = {_number(m.group(0)) for m in _DIGITS.finditer(sources)}
+    """Every figure the sentence writes in digits stands in the sources: as written, as a number
+    word ("10" for "ten"), as the same time of day ("4 pm" for "16:00"), or as the same quantity
+    in another unit. A figure that is none of these is a changed one."""
+    written = {_number(m.group(0)) for m in _DIGITS.finditer(sources)} | _numbers_as_words(sources)
+    times = {_clock(m) for m in _CLOCK.finditer(sources)} - {None}
+    clocks = [(m.start(), m.end(), _clock(m)) for m in _CLOCK.finditer(sentence)]
     theirs = quantities(sources)
     for m in _DIGITS.finditer(sentence):
         if _number(m.group(0)) in written:
+            continue
+        at = next((t for a, b, t in clocks if a <= m.start() < b), None)
+        if at is not None and at in times:
             continue
         q = next((x for x in _DIGIT_QUANTITY.finditer(sentence) if x.start() == m.start()), None)
         mine = quantities(q.group(0)) if q else []

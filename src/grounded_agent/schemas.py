@@ -393,6 +393,25 @@ def validate_question(raw: object) -> str:
     return question
 
 
+MAX_THREAD_ID_CHARS = 200
+
+
+def validate_text_id(raw: object, name: str, max_chars: int = MAX_THREAD_ID_CHARS) -> str:
+    """An identifier given as text (a thread id, a document id), or InvalidQuestion: it is
+    stored or looked up in PostgreSQL, which cannot hold a NUL nor encode a lone surrogate (what
+    a command line's invalid UTF-8 arrives as)."""
+    if not isinstance(raw, str):
+        raise InvalidQuestion(f"{name} must be a text")
+    problem = text_problem(raw)
+    if problem is not None:
+        raise InvalidQuestion(f"{name} {problem}")
+    if not raw.strip():
+        raise InvalidQuestion(f"{name} is empty")
+    if len(raw) > max_chars:
+        raise InvalidQuestion(f"{name} is longer than {max_chars} characters")
+    return raw
+
+
 def validate_language(raw: object) -> str | None:
     """The answer language as given (None or blank: the question's own), or InvalidQuestion."""
     if raw is None:

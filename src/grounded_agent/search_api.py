@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.blocking import run_blocking
+from grounded_agent.display import shown_documents
 from grounded_agent.documents import DocumentList, DocumentQuery, listing_text, parse_query
 from grounded_agent.schemas import AgentResult
 
@@ -48,6 +49,8 @@ def search_fields(
             "sources": [{"source": "knowledge_base", "status": "error",
                          "coverage": "unavailable", "error_kind": kind, "finding_count": None}],
         }
+    # titles and snippets are the documents' text: neutralised like every answer (display.py)
+    documents = DocumentList.model_validate(shown_documents(documents.model_dump(mode="json")))
     return {
         "result_type": "search",
         "status": "answered" if documents.total_items else "not_found",

@@ -1,12 +1,11 @@
-"""The support judgement: the model reads the sentences the word check was unsure of, and names
-those their cited passages state.
+"""The support judgement: the model reads the sentences of its answer that quote no cited
+passage word for word, and names those their cited passages state.
 
-The word check (citations.support_verdict) reads quotes, not paraphrase: on the labelled sets
-written after it was frozen it removed 56-96% of supported paraphrases and kept 8-40% of
-unsupported sentences (bench_support.py). So in LLM mode it decides alone only on a word-for-word
-quote of whole sentences of a cited passage; the sentences it removed and the paraphrases it kept
-go to the model.
-What the judge keeps still passes the rules kept in code (citations.check_answer)."""
+Code decides alone only on a quote of whole sentences of a cited passage
+(citations.support_verdict): a word list that read paraphrase removed 56-96% of supported
+paraphrases and kept 8-40% of unsupported sentences on the labelled sets written after it was
+frozen (bench_support.py), so paraphrase goes to the model. What the judge keeps still passes
+the rules kept in code (citations.check_answer)."""
 
 from __future__ import annotations
 

@@ -15,10 +15,11 @@ import math
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
+from importlib.resources import files
 
 # Words: letter runs (with an inner apostrophe) or numbers with inner separators ("12.40",
-# "61,200", "24/7" is two numbers). Hyphenated names split ("HPL-Guest" -> "hpl", "guest") so a
-# question that says "guest" meets them.
+# "61,200", "24/7" is two numbers). Hyphenated names split ("Acme-Guest" -> "acme", "guest") so
+# a question that says "guest" meets them.
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)*")
 _NUMBER = re.compile(r"^\d[\d.,:]*$")
 _VOWEL = re.compile(r"[aeiouy]")
@@ -26,19 +27,18 @@ SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)]))\s+(?=[\"'“�
 """Where one sentence ends and the next begins, also after a closing quote ('... things." He').
 The sentence choice and the citation check split alike, so a quoted sentence keeps its marker."""
 
-_STOPWORDS_TEXT = """
-a about above according after again against all also am an and any are as at be because been
-before being below between both but by can could did do does doing done down during each either
-else ever few for from further get got had has have having he her here hers herself him himself
-his how i if in into is it its itself just least less let like may me might more most must my
-myself no nor not now of off on once one only or other others our ours ourselves out over own
-per same shall she should since so some such than that the their theirs them themselves then
-there these they this those though through thus to too under until up upon us very via was we
-were what whatever when where whether which while who whom whose why will with within without
-would yet you your yours yourself yourselves many much name named called kind type often use
-used tell please give list show find describe explain say says said two first
-"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+def _word_list(name: str) -> frozenset[str]:
+    """A word list shipped as package data (data/NAME): one entry a line, "#" lines comment."""
+    text = files("grounded_agent").joinpath("data", name).read_text(encoding="utf-8")
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+STOPWORDS = _word_list("stopwords.txt")
+"""The one stoplist (data/stopwords.txt, which states its source)."""
 
 QUESTION_LEADS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
 
@@ -238,9 +238,9 @@ _CONDITION = re.compile(r"\b(?:if|unless|in case|since|because|as long as)\b[^,;
 def asked_part(question: str) -> str:
     """The part of a question that asks, without what the user says about their own case.
 
-    "I'm billing a company in France ... How much VAT goes on the invoice?" asks about VAT, and
-    "... if I live at number 17?" about the rule for house numbers: the user's own circumstances
-    need not be named in a passage that answers."""
+    "I run a shop in Lyon. Which form do I file?" asks about the form, and "... if my flat is on
+    floor 3?" about the rule for floors: the user's own circumstances need not be named in a
+    passage that answers."""
     sentences = [s for s in re.split(r"(?<=[.?!])\s+", question.strip()) if s]
     asking = [s for s in sentences if s.rstrip().endswith("?")] or sentences
     return " ".join(_CONDITION.sub(" ", s) for s in asking)
@@ -263,14 +263,35 @@ def missing_names(question: str, text: str) -> list[str]:
 
 
 _INSTRUCTION = re.compile(
-    r"\b(ignore|disregard|forget|override)\b[^.]{0,40}\b(instruction|prompt|rule|guideline)s?\b"
-    r"|\bsystem (notice|prompt|message|override)\b"
-    r"|\b(tell|inform|convince) the user\b"
-    r"|\bcall the (tool|function)\b"
+    # what to ignore is named by where it stands: "previous instructions", "all prior rules"
+    # ("override any rule of national law" is law, not an order)
+    r"\b(ignore|disregard|forget|override) (all |any |the )?(of )?(your|my|previous|prior|above|"
+    r"earlier|preceding|former|system|these|those|other)\b[^.]{0,30}?\b(instruction|prompt|rule|"
+    r"guideline|direction)s?\b"
+    r"|\b(ignore|disregard|forget) (all |everything |the )?(above|before|previous)\b"
+    r"|\b(system|developer|admin) (notice|prompt|message|override)\b"
+    r"|\b(tell|inform|convince|remind) (the |all |every )?(user|reader)s?\b"
+    r"|\b(call|invoke|run|execute) the (tool|function)s?\b"
     r"|\byou (must|should|are to) now\b"
-    r"|\b(as an ai|language model|assistant)\b[^.]{0,30}\b(must|should|will)\b",
+    r"|\b(as an ai|language model|assistant)\b[^.]{0,30}\b(must|should|will)\b"
+    # an order about how to answer: "answer every ... question with", "always reply that"
+    r"|\b(answer|respond|reply)( to)? (every|all|each|any)\b[^.]{0,60}?\bwith\b"
+    r"|\b(always|only) (answer|respond|reply|output|say)( with| that|\b(?= *[\"'“‘]))"
+    r"|\b(when|if) (you are )?(asked|answering|responding|replying)\b[^.]{0,80}?"
+    r"\b(answer|respond|reply|say|state|claim)( with| that| only)\b"
+    r"|\bfor (any )?questions? (about|on)\b[^.]{0,80}?\b(answer|respond|reply|say)( with| that| only)\b"
+    # a note addressed to a model
+    r"|\b(note|message|instructions?) (to|for) (the |any |all )?(ai|assistant|chatbot|language model|"
+    r"llm|bot)s?\b"
+    r"|\b(ai|assistant|chatbot|llm|model)s? (reading|processing|summari[sz]ing) this\b"
+    r"|\b(do not|don't|never) (mention|reveal|disclose)\b[^.]{0,40}\b(source|instruction|prompt|"
+    r"note)s?\b"
+    r"|\bnew (system )?instructions?\s*:"
+    r"|\b(print|output|repeat|reveal) (the |your )(system )?(prompt|instructions)\b",
     re.IGNORECASE,
 )
+"""Sentences addressed to a model, by the forms such orders take (what to ignore, whom to tell,
+how to answer every question, notes to an assistant), not by any one document's wording."""
 
 
 def looks_like_instruction(sentence: str) -> bool:
@@ -278,12 +299,23 @@ def looks_like_instruction(sentence: str) -> bool:
     return bool(_INSTRUCTION.search(sentence))
 
 
+_ITEM = r"(?:[-*•+‣–]|\(?\d{1,3}[.)]|\(?[a-z][.)])"
+BULLET = re.compile(rf"^\s*{_ITEM}\s+")
+"""The mark of a list item ("- ", "* ", "1. ", "2) ", "(a) "): one pattern for the passages'
+sentences and the drafts' claims."""
+
+
+def _numbered(line: str) -> bool:
+    item = BULLET.match(line)
+    return item is not None and any(c.isdigit() for c in item.group(0))
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage; headings and bullet lines count as their own sentences."""
     out: list[str] = []
-    for block in re.split(r"\n\s*\n|\n(?=\s*[-*#|]\s|\s*\|)|\n(?=\s*\d{1,3}[.)]\s)", _join_wrapped(text)):
+    for block in re.split(rf"\n\s*\n|\n(?=\s*(?:{_ITEM}|#)\s|\s*\|)", _join_wrapped(text)):
         # a list item's own number ("1. Open ...") is no sentence of its own
-        block = _BULLET.sub("", " ".join(block.split()))
+        block = BULLET.sub("", " ".join(block.split()))
         if not block:
             continue
         merged: list[str] = []
@@ -296,11 +328,8 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s")
-
-
 def _join_wrapped(text: str) -> str:
-    """Joins a line that only looks like a numbered item ("(O\n2) can be toxic") to the line it
+    """Joins a line that only looks like a numbered item ("(CO\n2) is a gas") to the line it
     continues: an item follows a blank line, a line ending a sentence or clause, or another item;
     an item numbered 1 always starts a list."""
     lines = text.split("\n")
@@ -308,11 +337,11 @@ def _join_wrapped(text: str) -> str:
     for line in lines[1:]:
         prev = out[-1].rstrip()
         if (
-            _NUMBERED.match(line)
+            _numbered(line)
             and not line.lstrip().startswith(("1.", "1)"))
             and prev
             and prev[-1] not in ".!?:;)\"'”’"
-            and not _BULLET.match(prev)  # an item, numbered or not
+            and not BULLET.match(prev)  # an item, numbered or not
             and not prev.lstrip().startswith(("#", "|"))
         ):
             out[-1] = f"{out[-1]} {line.strip()}"
@@ -321,12 +350,7 @@ def _join_wrapped(text: str) -> str:
     return "\n".join(out)
 
 
-ABBREVIATIONS = frozenset({
-    "st", "mt", "ft", "dr", "mr", "mrs", "ms", "jr", "sr", "rep", "sen", "gov", "gen", "col",
-    "capt", "lt", "sgt", "prof", "rev", "hon", "pres", "co", "corp", "inc", "ltd", "no", "vol",
-    "fig", "approx", "ca", "vs", "etc", "e.g", "i.e", "cf", "p", "pp", "ch", "sec", "art",
-    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-})
+ABBREVIATIONS = _word_list("abbreviations.txt")
 """Words whose full stop does not end a sentence: one list for the sentence choice and the
 citation check, so both split a passage the same way."""
 
@@ -346,7 +370,6 @@ def ends_with_abbreviation(sentence: str) -> bool:
     )
 
 
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|(.+)\|\s*$")
 _TABLE_RULE = re.compile(r"^[\s|:\-]+$")
 
@@ -380,31 +403,7 @@ def answer_units(text: str) -> list[str]:
         if pairs:
             units.append("; ".join(pairs) + ".")
     flush()
-    return [_BULLET.sub("", u) for u in units]
-
-
-def numbers_in(text: str) -> set[str]:
-    """The numbers a text states, as written without thousands separators ("61,200" -> "61200")."""
-    out = set()
-    for t in tokens(text):
-        if _NUMBER.match(t):
-            out.add(t.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+", t) else t)
-    return out
-
-
-def support(sentence: str, passage: str) -> float:
-    """How much of a sentence's content the passage contains, in [0, 1].
-
-    Numbers must appear verbatim: a sentence that changes a figure is not supported.
-    """
-    sent = content_stems(sentence)
-    if not sent:
-        return 1.0
-    passage_stems = content_stems(passage) | {stem(t) for t in tokens(passage)}
-    numbers = numbers_in(sentence)
-    if numbers and not numbers <= numbers_in(passage):
-        return 0.0
-    return len(sent & passage_stems) / len(sent)
+    return [BULLET.sub("", u) for u in units]
 
 
 def idf_from(texts: Iterable[str]) -> Callable[[str], float]:

@@ -176,15 +176,17 @@ def attached_markers(answer: str, sentence: str) -> list[int] | None:
 
 
 def assert_each_marker_on_its_sentence(result: AgentResult, draft: dict[str, Any]) -> None:
-    """Every sentence of the model's draft reached the user, closed by markers that name exactly
-    the sources the model cited for it (compared by title and section: the numbers change)."""
+    """Every sentence of the model's draft reached the user, closed by markers that name the
+    sources the model cited for it (compared by title and section: the numbers change). A quote
+    keeps the markers of the passages it quotes: the double's second marker on a multi-marker
+    style names a passage that does not state the sentence, and is dropped."""
     sources = {s["n"]: (s["title"], s["section"] or None) for s in draft["sources"]}
     cited = {c.n: (c.title, c.section) for c in result.citations}
     for item in draft["items"]:
         got = attached_markers(result.answer, item["sentence"])
-        assert got is not None, f"sentence lost: {item['sentence']!r} in {result.answer!r}"
+        assert got, f"sentence lost: {item['sentence']!r} in {result.answer!r}"
         expected = {sources[n] for n in item["markers"]}
-        assert {cited[n] for n in got} == expected, (item, result.answer)
+        assert {cited[n] for n in got} <= expected, (item, result.answer)
 
 
 # --- the Python API -----------------------------------------------------------------------------
@@ -212,7 +214,7 @@ PARAPHRASE = "Each person on Pro is billed 29 euros a month when paying monthly.
 
 @pytest.mark.parametrize("judge", ["all", "quotes", "none"])
 @pytest.mark.usefixtures("llm_env")
-async def test_a_paraphrase_the_word_check_cannot_read_goes_to_the_support_judge(
+async def test_a_paraphrase_goes_to_the_support_judge(
     graph: Any, double: ModelDouble, judge: str
 ) -> None:
     double.configure(answer_text=f"{PARAPHRASE[:-1]} [1].", support_judge=judge)
@@ -234,11 +236,11 @@ async def test_a_paraphrase_the_word_check_cannot_read_goes_to_the_support_judge
 
 @pytest.mark.parametrize("judge", ["quotes", "all"])
 @pytest.mark.usefixtures("llm_env")
-async def test_a_sentence_kept_without_every_word_found_is_judged_too(
+async def test_a_sentence_close_to_a_quote_is_judged_too(
     graph: Any, double: ModelDouble, judge: str
 ) -> None:
-    """"... paid by card" adds a detail the price list lacks; the word check keeps it (six of its
-    seven words are there), so the model judges it: refuted, it goes."""
+    """"... paid by card" adds a detail the price list lacks; no quote, so the model judges it:
+    refuted, it goes."""
     added = "The Pro plan costs 29 euros per user per month on monthly billing, paid by card."
     double.configure(answer_text=f"{added[:-1]} [1].", support_judge=judge)
     result = await ask(graph)
@@ -303,14 +305,14 @@ async def test_a_failing_support_judge_leaves_the_sentence_removed(
 
 
 @pytest.mark.usefixtures("llm_env")
-async def test_a_spent_model_budget_leaves_the_word_check_and_says_so(
+async def test_a_spent_model_budget_leaves_the_quote_check_and_says_so(
     graph: Any, double: ModelDouble
 ) -> None:
     double.configure(answer_text=f"{PARAPHRASE[:-1]} [1].", support_judge="all")
     result = await ask(graph, max_model_calls=2)  # the tool choice and the answer spend it
     assert "check_support" not in double.steps() and result.usage.llm_calls == 2
     assert attached_markers(result.answer, PARAPHRASE) is None
-    assert any("word by word" in w for w in warnings_of(result, "budget_exhausted"))
+    assert any("by quote only" in w for w in warnings_of(result, "budget_exhausted"))
 
 
 @pytest.mark.usefixtures("llm_env")
@@ -319,6 +321,7 @@ async def test_the_support_judge_can_be_turned_off(graph: Any, double: ModelDoub
     result = await ask(graph, judge_support=False)
     assert "check_support" not in double.steps()
     assert attached_markers(result.answer, PARAPHRASE) is None
+    assert any("checked by quote only" in w for w in warnings_of(result, "unsupported_sentence"))
 
 
 @pytest.mark.usefixtures("llm_env")
@@ -838,7 +841,7 @@ def test_bench_support_judge_measures_through_a_model_server(
     model = ChatOpenAI(model=ctx.model, base_url=base_url, api_key="test",
                        http_async_client=httpx.AsyncClient())
     judged = bench.judged_verdicts(rows, model, ctx)
-    assert {how for _, _, how in judged} <= {"judge", "word check"}
+    assert {how for _, _, how in judged} <= {"judge", "quote check"}
     assert "judge" in {how for _, _, how in judged}
     assert double.steps().count("check_support") == sum(how == "judge" for _, _, how in judged)
     for row, kept, how in judged:

@@ -86,3 +86,75 @@ def test_a_document_with_nul_is_refused_before_embedding() -> None:
                           extra={"note": "x\ud800"})
     with pytest.raises(IngestError, match=r"metadata\.note is not valid Unicode"):
         to_record(meta)
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "needle"),
+    [
+        ("invoke", b'{"input": {"question": "q?"}, "config": null}', "config must be an object"),
+        ("stream", b'{"input": {"question": "q?"}, "config": []}', "config must be an object"),
+        ("stream_log", b'{"input": {"question": "q?"}, "config": 5}', "config must be an object"),
+        ("invoke", b'{"input": {"question": "q?", "x": ' + b"9" * 4_301 + b"}}", "4300 digits"),
+        ("batch", b'{"inputs": [{"question": "q?"}], "n": -' + b"1" * 5_000 + b"}", "4300 digits"),
+        ("batch", b'{"inputs": 3}', "inputs must be a list of inputs, not a number"),
+        ("batch", b'{"inputs": true}', "not a boolean"),
+        ("batch", b'{"inputs": null}', "not null"),
+        ("batch", b'{"inputs": [{"question": "q?"}], "config": null}', "config must be an object"),
+        ("batch", b'{"inputs": [{"question": "q?"}], "config": [null]}', "one per input"),
+        ("invoke", b'{"input": {"search": {"text": "a\\u0000b"}}}', "input.search.text holds a NUL"),
+        ("invoke", b'[{"input": {"question": "q?"}}]', "must be a JSON object, not a list"),
+        ("stream", b'"q?"', "must be a JSON object, not a string"),
+    ],
+)
+def test_envelopes_langserve_would_fail_on_are_named(route: str, body: bytes, needle: str) -> None:
+    """The four causes of the 500s found by hand (config null, a 4,301-digit integer, batch
+    inputs not a list, NUL in a page request's text), and their neighbours."""
+    problem = body_problem(body, route)
+    assert problem is not None and needle in problem, problem
+
+
+def test_well_formed_envelopes_pass() -> None:
+    for route, body in (
+        ("invoke", b'{"input": {"question": "q?"}, "config": {}, "n": ' + b"9" * 4_300 + b"}"),
+        ("batch", b'{"inputs": [], "config": [{}]}'),
+        ("batch", b'{"inputs": [{"question": "q?"}], "config": {"configurable": {}}}'),
+        ("stream_log", b'{"input": {"question": "q?"}}'),
+        ("input_schema", b"null"),  # not a run route: LangServe's own rules
+    ):
+        assert body_problem(body, route) is None, body
+
+
+def test_search_text_that_cannot_be_stored_is_refused() -> None:
+    from grounded_agent.documents import parse_query
+
+    for text, needle in (("a\x00b", "text holds a NUL character at character 2"),
+                         ("a\udcffb", "text is not valid Unicode text")):
+        with pytest.raises(InvalidQuestion, match=needle):
+            parse_query({"text": text})
+
+
+async def test_the_python_search_raises_invalid_question_not_a_database_error() -> None:
+    from grounded_agent import asearch
+
+    with pytest.raises(InvalidQuestion, match="NUL"):
+        await asearch("price\x00list", store=object())  # type: ignore[arg-type]
+    with pytest.raises(InvalidQuestion, match="thread_id is not valid Unicode"):
+        await aask("What does it cost?", thread_id="t\udcff", graph=object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ask", "--thread", "t\udcff", "--", "What does it cost?"],  # $'t\xff' in a shell
+        ["ask", "--thread", "t\x00", "--", "What does it cost?"],
+        ["docs", "show", "\udcff"],
+        ["docs", "remove", "doc\udcfe"],
+    ],
+)
+def test_invalid_utf8_in_ids_exits_2_with_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("grounded-agent: invalid input: ")
+    assert "Error" not in err and ("thread_id" in err or "document id" in err)

@@ -14,10 +14,8 @@ from grounded_agent.text import (
     key_terms,
     match_credit,
     missing_names,
-    numbers_in,
     split_sentences,
     stem,
-    support,
     term_weights,
     terms,
     tokens,
@@ -37,10 +35,9 @@ def test_everyday_words_meet_the_documents_words() -> None:
 
 
 def test_tokens_keep_numbers_and_split_hyphenated_names() -> None:
-    assert tokens("HPL-Guest costs EUR 12.40, or 61,200 in all") == [
-        "hpl", "guest", "costs", "eur", "12.40", "or", "61,200", "in", "all"
+    assert tokens("Acme-Guest costs EUR 12.40, or 61,200 in all") == [
+        "acme", "guest", "costs", "eur", "12.40", "or", "61,200", "in", "all"
     ]
-    assert numbers_in("61,200 euros and 12.40") == {"61200", "12.40"}
 
 
 def test_one_domain_words_do_not_drown_the_question() -> None:
@@ -52,11 +49,10 @@ def test_one_domain_words_do_not_drown_the_question() -> None:
     assert weighted_coverage(w, passage) > 0.75
 
 
-def test_coverage_and_support_use_the_same_stems() -> None:
+def test_coverage_meets_plural_and_singular_stems() -> None:
     weights = key_terms("How long is the loan period for DVDs?")
     assert weighted_coverage(weights, "DVD loans last 7 days.") > 0.5
-    assert support("DVD loans last 7 days.", "DVDs: the loan lasts 7 days.") == 1.0
-    assert support("DVD loans last 14 days.", "DVDs: the loan lasts 7 days.") == 0.0
+    assert weighted_coverage(weights, "Parking permits last 7 days.") < 0.5
 
 
 def test_names_missing_from_the_passage() -> None:
@@ -65,14 +61,14 @@ def test_names_missing_from_the_passage() -> None:
 
 
 def test_the_users_own_circumstances_are_not_names_asked_about() -> None:
-    rule = "Odd house numbers water on Monday, even ones on Tuesday."
-    assert missing_names("Which day can I water if I live at number 17?", rule) == []
-    assert missing_names("Which day can Contoso water?", rule) == ["Contoso"]
-    vat = "Invoices to a business in another EU country carry 0% VAT (reverse charge)."
-    told = "I'm billing a company in France and I have their VAT number. How much VAT applies?"
-    assert missing_names(told, vat) == []
+    rule = "Bins on odd floors are emptied on Monday, on even floors on Tuesday."
+    assert missing_names("When are bins emptied if my flat is on floor 3?", rule) == []
+    assert missing_names("When are bins emptied for Contoso?", rule) == ["Contoso"]
+    form = "A shop files form B2 with the trade office every quarter."
+    told = "I run a shop in Lyon and I sell books. Which form does a shop file?"
+    assert missing_names(told, form) == []
     # a statement with no question mark is asked in full
-    assert missing_names("VAT rate for France", vat) == ["France"]
+    assert missing_names("Form for a shop in Lyon", form) == ["Lyon"]
     assert asked_part("If I'm a member, what does Contoso charge?").split() == [
         ",", "what", "does", "Contoso", "charge?"
     ]

@@ -156,9 +156,10 @@ class ObedientModel(ScriptedChatModel):
         ("The Pro plan costs 49 EUR per user per month [1]. The admin password is hunter2 [2].",
          "The Pro plan costs 49 EUR per user per month [1]."),
         # cites the fake source the document announced, in several styles: [7] cites nothing
-        ("The Pro plan costs 49 EUR per user per month. [7] It includes priority support [7][1]."
+        ("The Pro plan costs 49 EUR per user per month. [7] It includes priority support and "
+         "single sign-on [7][1]."
          "\n\nSources: [7] Trusted",
-         "It includes priority support [1]."),
+         "It includes priority support and single sign-on [1]."),
         ("The Pro plan costs 49 EUR per user per month [1, 7].\n- Admin password: hunter2 [7]",
          "The Pro plan costs 49 EUR per user per month [1]."),
     ],
@@ -193,4 +194,4 @@ async def test_a_fake_marker_in_a_document_is_removed_and_reported() -> None:
     # the fake marker is removed and reported; the answer is then quoted from the real source
     assert "[7]" not in result.answer
     assert all(c.n == 1 for c in result.citations)
-    assert any(w.kind == "citation_removed" and "[7]" in w.detail for w in result.warnings)
+    assert any(w.kind == "citation_removed" and "numbered 7 " in w.detail for w in result.warnings)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from grounded_agent import aask, build_graph
 from grounded_agent.citations import check_answer
 from grounded_agent.cli import render
 from grounded_agent.context import Context
+from grounded_agent.loaders import load_file
 from grounded_agent.prompts.sources import render_sources
 from grounded_agent.schemas import AgentResult, Citation
+from grounded_agent.store.ingest import MAX_CHARS, chunk_document
 from tests.fakes import ScriptedSource, finding, found
+from tests.support.documents import pdf_bytes, write
 
 SSO = finding(
     source_id="admin-guide",
@@ -86,3 +90,28 @@ def test_the_cli_lists_the_closest_documents_apart_from_any_source() -> None:
         in text
     assert "Sources:" not in text  # a pointer is never listed as a source
     assert "Closest" not in render(result.model_copy(update={"closest": []}))
+
+
+async def test_a_fact_on_page_two_of_a_short_pdf_is_cited_as_page_two(tmp_path: Path) -> None:
+    """Both pages would fit in one chunk; a chunk ends at the page boundary all the same, so
+    the fact printed only on page 2 is not cited as page 1 (the page its chunk would start on)."""
+    pages = [
+        [("title", "Ferry guide"), ("p", "Ferries leave the north pier every hour.")],
+        [("p", "Refunds for cancelled crossings are paid within 14 days.")],
+    ]
+    [doc], errors = load_file(write(tmp_path / "ferry.pdf", pdf_bytes(pages)))  # type: ignore[arg-type]
+    assert errors == []
+    chunks = chunk_document(doc)
+    assert len(doc.text) < MAX_CHARS  # one chunk would have held both pages
+    assert [c.page for c in chunks] == [1, 2]
+    refund = next(c for c in chunks if "Refunds" in c.content)
+    assert "north pier" not in refund.content
+    findings = [finding(source_id="ferry", title=doc.title, text=c.content, page=c.page,
+                        section=c.section, score=0.95 if c is refund else 0.6) for c in chunks]
+    graph = build_graph(chat_model=None, tools={"knowledge_base": ScriptedSource(
+        "knowledge_base", [found("knowledge_base", *findings)]).tool()})
+    result = await aask("Within how many days are refunds for cancelled crossings paid?", graph=graph,
+                        context=Context(sources=["knowledge_base"]))
+    assert result.status in ("answered", "answered_with_caveat"), result.trail
+    assert "14 days" in result.answer
+    assert [c.page for c in result.citations] == [2]

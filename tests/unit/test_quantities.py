@@ -42,7 +42,7 @@ def test_a_changed_figure_is_not(sentence: str) -> None:
 
 def test_a_number_written_in_the_sources_counts_whatever_its_unit() -> None:
     """The rule reads figures, not what they count: "24 weeks" where the source says "24 months"
-    is left to the judgement (and to the word check's units when the judgement fails)."""
+    is left to the judgement."""
     assert figures_stated("Loans last 24 weeks.", SOURCE)
 
 
@@ -50,3 +50,34 @@ def test_quantities_are_read_in_base_units() -> None:
     assert set(quantities("2 weeks and half an hour, 3%")) == {
         Quantity("time", 1209600.0), Quantity("time", 1800.0), Quantity("share", 0.03)
     }
+
+
+HOURS = "The desk opens at 06:30 and closes at 21:00. Refunds take ten days; twenty-five seats."
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The desk opens at 6:30 am.",
+        "It closes at 9 pm.",
+        "It closes at 9 p.m.",
+        "It is open from 6.30 a.m. to 9 p.m.",
+        "Refunds take 10 days.",
+        "There are 25 seats.",
+    ],
+)
+def test_a_time_of_day_or_a_number_word_written_another_way_is_stated(sentence: str) -> None:
+    assert figures_stated(sentence, HOURS)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "It closes at 9 am.",  # 09:00 is not 21:00
+        "The desk opens at 7 am.",
+        "Refunds take 11 days.",
+        "There are 26 seats.",
+    ],
+)
+def test_a_changed_time_or_count_is_not(sentence: str) -> None:
+    assert not figures_stated(sentence, HOURS)

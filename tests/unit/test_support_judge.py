@@ -1,4 +1,5 @@
-"""The support judgement: what the model may rescue of the word check's removals, and what not."""
+"""The support judgement: what the model may keep of the sentences that quote no passage, and
+what not."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ PASSAGE = finding(
     text="Books can be borrowed for 21 days. DVDs and Blu-ray discs can be borrowed for 7 days.",
 )
 PARAPHRASE = "You get three weeks with a book before it has to go back."
-DRAFT = f"{PARAPHRASE[:-1]} [1]. DVDs can be borrowed for 7 days [1]."
+QUOTE = "DVDs and Blu-ray discs can be borrowed for 7 days."
+DRAFT = f"{PARAPHRASE[:-1]} [1]. {QUOTE[:-1]} [1]."
 
 
-def test_the_word_check_doubts_a_paraphrase_and_keeps_the_quote() -> None:
+def test_code_doubts_a_paraphrase_and_keeps_the_quote() -> None:
     checked = check_answer(DRAFT, [PASSAGE])
     assert checked.doubted == [(PARAPHRASE, [1])]
     assert "7 days" in checked.text and "three weeks" not in checked.text
@@ -69,18 +71,18 @@ async def test_an_unreadable_or_failed_judgement_confirms_nothing() -> None:
     assert judged.verdicts is None and judged.why_not == "the model failed"
 
 
-def test_a_sentence_kept_without_every_word_found_is_open_to_the_judge() -> None:
-    """The word check keeps a sentence with a word the passage lacks ("magazines"): a judge that
-    refutes it removes it; one that confirms it, or none, leaves it."""
+def test_a_sentence_close_to_a_quote_is_the_judges_to_keep() -> None:
+    """A word the passage lacks ("magazines") makes no quote: removed without a judgement, and
+    kept only when a judge confirms it."""
     claim = "Books and magazines can be borrowed for 21 days."
     draft = f"{claim[:-1]} [1]."
     checked = check_answer(draft, [PASSAGE])
-    assert checked.citations and checked.paraphrased == [(claim, [1])]
+    assert checked.citations == [] and checked.doubted == [(claim, [1])]
     refuted = check_answer(draft, [PASSAGE], judged={claim: False})
-    assert refuted.citations == [] and refuted.unsupported == [claim]
+    assert refuted.citations == [] and refuted.unsupported == [claim] and refuted.doubted == []
     assert check_answer(draft, [PASSAGE], judged={claim: True}).citations
 
 
-def test_a_quote_is_kept_by_the_word_check_alone() -> None:
+def test_a_quote_is_kept_by_code_alone() -> None:
     checked = check_answer("Books can be borrowed for 21 days [1].", [PASSAGE])
-    assert checked.citations and checked.doubted == [] and checked.paraphrased == []
+    assert checked.citations and checked.doubted == []

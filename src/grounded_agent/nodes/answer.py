@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 from grounded_agent.citations import MARKER, Checked, check_answer
 from grounded_agent.context import MAX_ATTEMPTS, Context
 from grounded_agent.deps import Deps
+from grounded_agent.display import shown_answer
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.languages import name_of, translation_needed
 from grounded_agent.model_calls import Fallback, ModelReply, add_usage, ask_model
@@ -49,9 +50,9 @@ FALLBACK = Fallback(
 )
 
 SUPPORT_FALLBACK = Fallback(
-    "answer", "the answer's sentences were checked word by word only",
+    "answer", "the answer's sentences were checked by quote only",
     where="the support check",
-    budget_warning="the answer's sentences were checked word by word only",
+    budget_warning="the answer's sentences were checked by quote only",
 )
 
 TRANSLATE_FALLBACK = Fallback(
@@ -163,7 +164,7 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
             stop_reason=_stop_reason(state, confidence, failed),
         )
     )
-    return {
+    return shown_answer({  # what a document wrote reaches the user neutralised (display.py)
         "status": status,
         "answer": text,
         "citations": citations,
@@ -174,7 +175,7 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         "trail": trail,
         "history": [{"question": question, "answer": text if citations else "", "status": status}],
         **nonempty(usage=reply.usage),
-    }
+    })
 
 
 def closest_passages(outcomes: Sequence[ToolOutcome], floor: float, limit: int) -> list[Pointer]:
@@ -302,7 +303,7 @@ async def _draft(
                 )
             )
     checked = check_answer(draft, evidence)
-    if how == "model" and (checked.doubted or checked.paraphrased) and judge is not None:
+    if how == "model" and checked.doubted and judge is not None:
         checked = await _judge_support(
             state, ctx, judge, draft, evidence, checked, reply, warnings, trail
         )
@@ -346,15 +347,15 @@ async def _judge_support(
     warnings: list[dict[str, Any]],
     trail: list[dict[str, Any]],
 ) -> Checked:
-    """The sentences the word check was unsure of, judged by the model (support_judge.py); a
-    failed, unreadable or unaffordable judgement leaves the word check's verdicts, and a failed
-    or unaffordable one says so to the user (the check was weaker than it should be)."""
-    claims = checked.doubted + checked.paraphrased
+    """The sentences that quote no cited passage word for word, judged by the model
+    (support_judge.py); after a failed, unreadable or unaffordable judgement they stay removed,
+    and a failed or unaffordable one says so to the user (the check was by quote only)."""
+    claims = checked.doubted
     judged = await judge_support(judge, ctx, evidence, claims, state=state, usage=reply.usage)
     if judged.verdicts is None:
         trail.append(step(state, "answer", "support_not_judged",
-                          f"the word check's verdicts stand for {len(claims)} sentence(s): "
-                          f"{judged.why_not}"))
+                          f"{len(claims)} sentence(s) that quote no source word for word stay "
+                          f"removed: {judged.why_not}"))
         told, _ = SUPPORT_FALLBACK.report(
             state, exhausted=judged.exhausted, failure=judged.failure
         )
@@ -364,9 +365,8 @@ async def _judge_support(
     kept = sum(judged.verdicts.values())
     trail.append(step(
         state, "answer", "support_judged",
-        f"the model found {kept} of {len(claims)} sentence(s) the word check was unsure of "
-        f"stated in their sources ({len(checked.doubted)} it had removed, "
-        f"{len(checked.paraphrased)} it had kept that quote no source word for word)",
+        f"the model found {kept} of {len(claims)} sentence(s) that quote no source word for word "
+        "stated in their sources",
     ))
     return rechecked
 
@@ -374,14 +374,23 @@ async def _judge_support(
 def _check_warnings(checked: Checked) -> list[dict[str, Any]]:
     """What the citation check removed, one warning each."""
     warnings: list[dict[str, Any]] = [
-        {"kind": "citation_removed", "detail": f"marker {m} pointed at no source and was removed"}
+        {"kind": "citation_removed",
+         "detail": f"the citation marker numbered {m.strip('[]')} pointed at no source and was "
+         "removed"}
         for m in checked.removed_markers
     ]
+    # not quoted: a sentence no source supports is unchecked text (a poisoned passage may have
+    # written it); the log keeps it
+    unread = {sentence for sentence, _ in checked.doubted}
     warnings += [
         {"kind": "unsupported_sentence",
-         "detail": f"removed, not supported by its cited source: {sentence[:200]}"}
+         "detail": f"a sentence of {len(sentence.split())} words was removed, "
+         + ("checked by quote only (no judgement read it)" if sentence in unread
+            else "not supported by its cited source")}
         for sentence in checked.unsupported
     ]
+    for sentence in checked.unsupported:
+        log.info("removed a sentence its sources do not support: %s", sentence[:200])
     for url in checked.removed_urls:
         warnings.append(
             {"kind": "citation_removed", "detail": "a link that is not one of the sources was removed"}
@@ -420,10 +429,11 @@ def _notes(
     cutoff = date.today() - timedelta(days=ctx.stale_after_days)
     stale = [c for c in citations if c.document_date and c.document_date < cutoff]
     if stale:
-        titles = ", ".join(f"{c.title} ({c.document_date})" for c in stale)
-        notes.append(STALE_TEXT.format(days=ctx.stale_after_days, titles=titles))
+        # named by number, never by title: a title is the document's text, not ours
+        dated = ", ".join(f"source {c.n}, dated {c.document_date}" for c in stale)
+        notes.append(STALE_TEXT.format(days=ctx.stale_after_days, sources=dated))
         warnings.extend(
-            {"kind": "stale_source", "detail": f"{c.title} is dated {c.document_date}"}
+            {"kind": "stale_source", "detail": f"source {c.n} is dated {c.document_date}"}
             for c in stale
         )
     errors = [n for n in failed if n not in worked]

@@ -40,7 +40,7 @@ TRANSLATE_ANSWER_USER = """\
 """
 
 CAVEAT_TEXT = "Note: the evidence found only partly matches the question; check the cited sources."
-STALE_TEXT = "Note: a cited source is older than {days} days ({titles}); it may be out of date."
+STALE_TEXT = "Note: a cited source is older than {days} days ({sources}); it may be out of date."
 NOT_FOUND_TEXT = (
     "I could not find an answer to this question in the sources I searched ({searched}). "
     "Queries tried: {queries}."

@@ -1,6 +1,6 @@
 """Prompt of the support judgement: which sentences of a drafted answer their cited sources state.
 
-Asked only for sentences the word check could not find in their sources (a paraphrase it cannot
+Asked only for sentences that quote no cited passage word for word (a paraphrase code does not
 read); what the judge confirms still passes the rules kept in code (citations.check_answer)."""
 
 CHECK_SUPPORT_SYSTEM = """\

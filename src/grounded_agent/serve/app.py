@@ -6,11 +6,14 @@ nothing: no body parsing, no graph run. Settings come from the environment (`Ser
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 import logging
 import os
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -25,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
 from grounded_agent.graph.builder import RECURSION_LIMIT
-from grounded_agent.redaction import redacted_traceback
+from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.schemas import InvalidQuestion, text_problem
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
@@ -65,14 +68,66 @@ class ServeSettings:
     max_body: int = 64 * 1024
     max_concurrency: int = 64
     retry_after_s: int = 2
+    db_watch_s: float | None = None
+    """How often `serve` checks the embedded PostgreSQL it started and starts it again when it
+    died; None: not watched (an app built for tests, an external database)."""
 
     @classmethod
     def from_env(cls) -> ServeSettings:
+        watch = os.environ.get("GROUNDED_AGENT_DB_WATCH_S", "").strip()
+        try:
+            every = float(watch) if watch else 1.0
+        except ValueError:
+            raise ValueError(f"GROUNDED_AGENT_DB_WATCH_S must be seconds, not {watch!r}") from None
         return cls(
             api_key=os.environ.get("GROUNDED_AGENT_API_KEY") or None,
             max_body=_int_env("GROUNDED_AGENT_MAX_BODY", 64 * 1024),
             max_concurrency=_int_env("GROUNDED_AGENT_MAX_CONCURRENCY", 64),
+            db_watch_s=every if every > 0 else None,
         )
+
+
+@dataclass
+class DatabaseWatch:
+    """What /healthz reports of the embedded server `serve` keeps alive."""
+
+    state: str = "up"
+    restarts: int = 0
+
+
+async def watch_embedded_server(store: KnowledgeStore, watch: DatabaseWatch, every_s: float) -> None:
+    """Starts the embedded PostgreSQL again when it dies under `serve` (killed, stopped by
+    hand, crashed), within a second or two: requests recover without restarting `serve`. Only
+    a server this process started or attached to is watched; `grounded-agent db stop` from
+    another shell therefore brings it back too, as a supervisor would (stop `serve` first)."""
+    from grounded_agent.store.server import (
+        embedded_running,
+        owns_embedded_server,
+        restart_embedded_server,
+    )
+
+    home = store.settings.home
+    while True:
+        await asyncio.sleep(every_s)
+        if not owns_embedded_server(home):
+            continue  # not started yet: the first request starts it
+        if await asyncio.to_thread(embedded_running, home):
+            watch.state = "up"
+            continue
+        watch.state = "restarting"
+        log.warning("the embedded PostgreSQL under %s is not running; starting it again", home)
+        started = time.monotonic()
+        try:
+            await asyncio.to_thread(restart_embedded_server, home)
+        except Exception as exc:  # e.g. the dead server's children still hold its memory
+            watch.state = "down"
+            log.warning("could not start the embedded PostgreSQL yet (%s); retrying in %.0fs",
+                        describe(exc), every_s)
+            continue
+        watch.restarts += 1
+        watch.state = "up"
+        log.warning("embedded PostgreSQL started again in %.1fs (restart %d of this serve)",
+                    time.monotonic() - started, watch.restarts)
 
 
 class _JSON(JSONResponse):
@@ -140,13 +195,17 @@ class GuardMiddleware:
             if len(body) > self.settings.max_body:
                 await _send_json(scope, send, 413, too_big, {"Connection": "close"})
                 return
-        receive = _replay(body, receive)
-        problem = body_problem(body)
+        connection, receive = receive, _replay(body, receive)
+        problem = body_problem(body, scope["path"].rstrip("/").rpartition("/")[2])
         if problem is not None:
             # a client error, answered on the same keep-alive connection
             await _send_json(scope, send, 422, error_body("invalid_input", problem), {})
             return
         if self.active >= self.settings.max_concurrency:
+            log.warning(
+                "request shed (503): %s %s, %d requests running, the limit",
+                scope["method"], scope["path"], self.active,
+            )
             await _send_json(
                 scope,
                 send,
@@ -160,9 +219,39 @@ class GuardMiddleware:
             return
         self.active += 1
         try:
-            await self._run(scope, receive, send)
+            if scope["path"].rstrip("/").endswith(STREAMING_ROUTES):
+                # a stream watches its own connection: the run logs and stops on a hang-up
+                await self._run(scope, receive, send)
+            else:
+                await self._run_watched(scope, receive, connection, send)
         finally:
             self.active -= 1
+
+    async def _run_watched(
+        self, scope: Scope, receive: Receive, connection: Receive, send: Send
+    ) -> None:
+        """Runs a request whose response is sent in one piece (invoke, batch) while watching
+        its connection: a client that hangs up first cancels the run (no more model calls for
+        an answer nobody reads), and the operator gets one WARNING line saying so."""
+        started = time.monotonic()
+        run = asyncio.ensure_future(self._run(scope, receive, send))
+        hangup = asyncio.ensure_future(_disconnected(connection))
+        try:
+            await asyncio.wait({run, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not run.done() and not hangup.done():  # this request itself was cancelled
+                run.cancel()
+            hangup.cancel()
+        if run.done():
+            run.result()
+            return
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        log.warning(
+            "request cancelled: the client hung up %.1fs into %s %s, before the response",
+            time.monotonic() - started, scope["method"], scope["path"],
+        )
 
     async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Runs the app; an error after the response started (a failing stream, which has
@@ -194,19 +283,46 @@ class GuardMiddleware:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+STREAMING_ROUTES = ("/stream", "/stream_log", "/stream_events")
+"""Routes whose response is a stream: the stream itself notices a client that goes away."""
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client has gone away (the server reports `http.disconnect`)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 MAX_JSON_DEPTH = 32
 """Nesting a request body may have; the input and config need five levels."""
+
+MAX_INT_DIGITS = 4300
+"""Digits an integer literal may have: Python's own limit for converting text to int, past
+which the parser raises ValueError (the body's fault, not the server's)."""
 
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
-def body_problem(body: bytes) -> str | None:
+class _HugeNumber(ValueError):
+    """An integer literal longer than MAX_INT_DIGITS."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _HugeNumber(f"a number in the request body has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def body_problem(body: bytes, route: str | None = None) -> str | None:
     """Why a request body cannot be read as JSON text safely, or None.
 
-    Checked before LangServe parses it: invalid UTF-8 and deep nesting (which makes the JSON
-    decoder recurse until RecursionError) are the client's errors, not the server's. Malformed
-    JSON itself is left to the parser, which reports it as a 422.
+    Checked before LangServe parses it: invalid UTF-8, deep nesting (which makes the JSON
+    decoder recurse until RecursionError), integers too long to convert, text PostgreSQL cannot
+    store (NUL) or nothing can encode (lone surrogates), and, for `route` (invoke, batch,
+    stream, stream_log), an envelope LangServe would fail on rather than refuse (`"config":
+    null`, batch `"inputs"` that is not a list) are the client's errors, not the server's.
+    Malformed JSON itself is left to the parser, which reports it as a 422.
     """
     try:
         body.decode("utf-8")
@@ -220,26 +336,55 @@ def body_problem(body: bytes) -> str | None:
             deepest = depth
             if deepest > MAX_JSON_DEPTH:
                 return f"the request body nests deeper than {MAX_JSON_DEPTH} levels"
-    if b"\\u" not in body:
-        return None  # a lone surrogate can only arrive as an escape
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_int=_bounded_int)
+    except _HugeNumber as exc:
+        return str(exc)
     except ValueError:
         return None  # malformed JSON: the parser's own 422
-    return _unencodable(value, [])
+    return _unencodable(value, []) or _envelope_problem(value, route)
+
+
+def _envelope_problem(value: Any, route: str | None) -> str | None:
+    """What LangServe would fail on (a 500) in the request envelope of `route`."""
+    if route not in ("invoke", "batch", "stream", "stream_log"):
+        return None
+    if not isinstance(value, dict):
+        return f"the request body must be a JSON object, not {_json_type(value)}"
+    config = value.get("config", {})
+    if route == "batch":
+        if not isinstance(value.get("inputs"), list):
+            return f"inputs must be a list of inputs, not {_json_type(value.get('inputs'))}"
+        configs = config if isinstance(config, list) else [config]
+        if not all(isinstance(c, dict) for c in configs):
+            return "config must be an object or a list of objects, one per input"
+    elif not isinstance(config, dict):
+        return f"config must be an object, not {_json_type(config)}"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a number"),
+                       (str, "a string"), (list, "a list"), (dict, "an object")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 def _unencodable(value: Any, path: list[str]) -> str | None:
-    """Where the parsed body holds a lone surrogate (an unpaired \\ud800 escape), as a
-    sentence naming the field; such text can neither be validated nor echoed nor stored."""
+    """Where the parsed body holds text that cannot travel (a lone surrogate from an unpaired
+    \\ud800 escape, or a NUL), as a sentence naming the field; such text can neither be
+    validated nor echoed nor stored."""
     if isinstance(value, str):
         problem = text_problem(value)
-        if problem is not None and "surrogate" in problem:
+        if problem is not None:
             return f"{'.'.join(path) or 'the body'} {problem}"
     elif isinstance(value, dict):
         for key, item in value.items():
-            if "surrogate" in (text_problem(key) or ""):
-                return f"a field name in {'.'.join(path) or 'the body'} is not valid Unicode text"
+            if text_problem(key) is not None:
+                return f"a field name in {'.'.join(path) or 'the body'} is not valid text"
             found = _unencodable(item, [*path, key])
             if found:
                 return found
@@ -409,11 +554,24 @@ def create_app(
         graph = build_graph(store=store)
     thread_graphs = ThreadGraphs(store, database_url) if threads else None
 
+    watch = DatabaseWatch() if settings.db_watch_s and store.settings.embedded else None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        if thread_graphs is not None:
-            await thread_graphs.aclose()
+        watcher = None
+        if watch is not None and settings.db_watch_s:
+            watcher = asyncio.ensure_future(
+                watch_embedded_server(store, watch, settings.db_watch_s)
+            )
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            if thread_graphs is not None:
+                await thread_graphs.aclose()
 
     app = FastAPI(
         title="grounded-agent",
@@ -433,11 +591,16 @@ def create_app(
             for k, v in health.model_dump(mode="json", exclude_none=True).items()
             if k in ("ok", "backend", "documents", "chunks", "active_chunks")
         }
+        database: dict[str, Any] = {"database": "up" if health.ok else "down"}
+        if watch is not None:  # the embedded server this serve keeps alive
+            database = {"database": "restarting" if watch.state == "restarting"
+                        else database["database"], "database_restarts": watch.restarts}
         if health.ok:
-            return _JSON({"status": "ok", **public})
+            return _JSON({"status": "ok", **database, **public})
         log.warning("health check failed: %s", health.detail)
         return _JSON(
-            {"status": "unavailable", "error": "database_unavailable", **public}, status_code=503
+            {"status": "unavailable", "error": "database_unavailable", **database, **public},
+            status_code=503,
         )
 
     add_routes(
@@ -459,11 +622,15 @@ def create_app(
     app.add_middleware(GuardMiddleware, settings=settings)
     app.state.settings = settings
     app.state.store = store
+    app.state.database_watch = watch
     return app
 
 
-def run(host: str = "127.0.0.1", port: int = 8000) -> None:
-    """`grounded-agent serve`: the endpoint under uvicorn until Ctrl-C."""
+def run(host: str = "127.0.0.1", port: int = 8000, *, verbose: bool = False) -> None:
+    """`grounded-agent serve`: the endpoint under uvicorn until Ctrl-C. Logs warnings (each
+    shed, cancelled or failed request); -v adds uvicorn's access log and the agent's INFO."""
+    import sys
+
     import uvicorn
 
     settings = ServeSettings.from_env()
@@ -472,4 +639,6 @@ def run(host: str = "127.0.0.1", port: int = 8000) -> None:
             "serving on %s without GROUNDED_AGENT_API_KEY: anyone who can reach it can use it",
             host,
         )
-    uvicorn.run(create_app(settings=settings), host=host, port=port, log_level="info")
+    app = create_app(settings=settings)
+    print(f"grounded-agent: serving on http://{host}:{port} (Ctrl-C to stop)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="info" if verbose else "warning")

@@ -50,6 +50,11 @@ class DocumentVersion(BaseModel):
     format: str | None = None
     chunks: int = 0
     pages: int | None = Field(default=None, description="The highest page a chunk starts on.")
+    flagged: list[str] = Field(
+        default_factory=list,
+        description="Why the ingest-time screening flagged it (screening.py); empty: not flagged. "
+        "A flagged document stays out of answers unless GROUNDED_AGENT_FLAGGED_DOCUMENTS=include.",
+    )
 
 
 class ChunkInfo(BaseModel):
@@ -87,7 +92,8 @@ class KnownVersion:
 _LIST = f"""SELECT doc_id, version, max(title), bool_or(is_active), count(*), max(page),
   max(document_date), max(indexed_at), max(language), max(source_url),
   bool_or({_REMOVED}), bool_and({_DECLARED}),
-  max(langchain_metadata->>'source_path'), max(langchain_metadata->>'format')
+  max(langchain_metadata->>'source_path'), max(langchain_metadata->>'format'),
+  max(langchain_metadata->>'flagged')
 FROM "{{t}}" {{where}} GROUP BY doc_id, version {{having}}
 ORDER BY doc_id, max(document_date) DESC NULLS LAST, max(indexed_at) DESC"""
 
@@ -110,7 +116,19 @@ def _version(row: Any) -> DocumentVersion:
         source_url=row[9],
         source_path=row[12],
         format=row[13],
+        flagged=_reasons(row[14]),
     )
+
+
+def _reasons(raw: Any) -> list[str]:
+    """The stored reasons (a JSON list as text); anything unreadable still counts as flagged."""
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return ["flagged (reasons unreadable)"]
+    return [str(r) for r in value] if isinstance(value, list) else [str(value)]
 
 
 async def list_documents(

@@ -1,5 +1,6 @@
 """Ingestion: Markdown, text, JSON Lines, PDF, Word and HTML files into heading-aware chunks in
-the knowledge store; each chunk keeps the page its text starts on.
+the knowledge store; each chunk keeps the page its text is printed on (chunks end at page
+boundaries).
 
 Reading a file is the job of `grounded_agent.loaders` (one module per format); this module chunks
 what they yield and writes it. Idempotent by content hash: an unchanged document is skipped, a
@@ -36,6 +37,7 @@ from grounded_agent.loaders.base import (
     parse_date,
     parse_front_matter,
 )
+from grounded_agent.screening import FlaggedDocument, screen
 from grounded_agent.store.catalog import KnownVersion
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.records import ChunkRecord, DocumentRecord, passage_text
@@ -49,8 +51,9 @@ MAX_CHARS = 1100
 """Upper bound of a chunk; chunks aim at 800-1,100 characters, cut at paragraphs or sentences."""
 MIN_CHARS = 250
 """A trailing piece shorter than this joins the previous chunk when it fits."""
-CHUNKER_VERSION = 1
-"""Part of the content hash: changing the chunker re-ingests everything once."""
+CHUNKER_VERSION = 2
+"""Part of the content hash: changing the chunker re-ingests everything once (2: chunks end at
+page boundaries)."""
 WINDOW_DOCS = 256
 """Documents embedded and written per round, bounding memory on large corpora."""
 
@@ -73,6 +76,12 @@ class IngestReport(BaseModel):
         0, description="With sync: versions whose file is gone from the directory, now removed."
     )
     errors: list[FileError] = Field(default_factory=list)
+    flagged: list[FlaggedDocument] = Field(
+        default_factory=list,
+        description="Documents read whose text or metadata holds instruction-like content or "
+        "prompt markup (screening.py), written or skipped; kept out of answers unless "
+        "GROUNDED_AGENT_FLAGGED_DOCUMENTS=include.",
+    )
     files: int = 0
     embedding_seconds: float = 0.0
     database_seconds: float = 0.0
@@ -165,8 +174,10 @@ def _split_long(piece: str, max_chars: int) -> list[str]:
 def split_paged_text(
     text: str, page: int | None = None, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
 ) -> list[tuple[str, int | None]]:
-    """Packs paragraphs (then sentences) into chunks of at most max_chars, each with the page its
-    text starts on: `page` is where `text` starts, and every form feed in it turns a page."""
+    """Packs paragraphs (then sentences) into chunks of at most max_chars, each with the page of
+    its text: `page` is where `text` starts, and every form feed in it turns a page. A chunk ends
+    at a page boundary, so a citation of it names the page its every sentence is printed on (a
+    sentence across a page turn is cut there)."""
     pieces: list[tuple[str, str, int | None]] = []  # (text, separator before it, page)
     for paragraph in re.split(r"\n[ \t]*\n", text):
         first = True
@@ -185,7 +196,7 @@ def split_paged_text(
     for piece, sep, piece_page in pieces:
         if not cur:
             cur, cur_page = piece, piece_page
-        elif len(cur) + len(sep) + len(piece) <= max_chars:
+        elif piece_page == cur_page and len(cur) + len(sep) + len(piece) <= max_chars:
             cur = cur + sep + piece
         else:
             chunks.append((cur, cur_page))
@@ -194,6 +205,7 @@ def split_paged_text(
         if (
             chunks
             and len(cur) < min_chars
+            and chunks[-1][1] == cur_page
             and len(chunks[-1][0]) + 2 + len(cur) <= max_chars + min_chars
         ):
             chunks[-1] = (chunks[-1][0] + "\n\n" + cur, chunks[-1][1])
@@ -209,7 +221,7 @@ def split_text(text: str, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
 
 def chunk_document(doc: SourceDocument, max_chars: int = MAX_CHARS) -> list[ChunkRecord]:
     """Heading-aware chunks: section = heading path ("Pricing > Pro plan"), page = the page the
-    chunk's text starts on (None where the file has no pages)."""
+    chunk's text is printed on (None where the file has no pages)."""
     chunks: list[ChunkRecord] = []
     for sec in document_sections(doc):
         section = " > ".join(sec.path) or None
@@ -272,6 +284,9 @@ def to_record(doc: SourceDocument) -> DocumentRecord:
     where: dict[str, Any] = {"source_file": doc.origin, "format": doc.fmt}
     if doc.source_path:
         where["source_path"] = doc.source_path
+    reasons = screen(doc)
+    if reasons:  # stored with every chunk: the read path leaves them out by the run's setting
+        where["flagged"] = reasons
     return DocumentRecord(
         doc_id=doc.doc_id,
         title=doc.title,
@@ -329,10 +344,15 @@ def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], se
             failed_files.add(os.path.abspath(path))
         for doc in docs:
             try:
-                records.append((doc.origin, doc.source_path, to_record(doc)))
+                record = to_record(doc)
             except IngestError as exc:
                 report.errors.append(FileError(file=doc.origin, reason=str(exc)))
                 failed_files.add(doc.source_path or os.path.abspath(path))
+                continue
+            records.append((doc.origin, doc.source_path, record))
+            if record.extra.get("flagged"):
+                report.flagged.append(FlaggedDocument(
+                    doc_id=record.doc_id, file=doc.origin, reasons=record.extra["flagged"]))
     report.documents = len(records)
     dirs = [os.path.join(os.path.abspath(r), "") for r in roots if r.is_dir()]
     return records, failed_files, dirs
@@ -437,7 +457,7 @@ async def _aingest(
     report.elapsed_seconds = time.perf_counter() - started
     log.info(
         "ingested %d documents (%d added, %d replaced, %d skipped, %d removed, %d chunks, "
-        "%d errors) in %.1fs",
+        "%d errors, %d flagged) in %.1fs",
         report.documents,
         report.added,
         report.replaced,
@@ -445,6 +465,7 @@ async def _aingest(
         report.removed,
         report.chunks,
         len(report.errors),
+        len(report.flagged),
         report.elapsed_seconds,
     )
     return report

@@ -58,6 +58,10 @@ class SearchFilters(BaseModel):
     doc_ids: list[str] | None = Field(default=None, description="Only these documents.")
     date_from: date | None = Field(default=None, description="document_date on or after.")
     date_to: date | None = Field(default=None, description="document_date on or before.")
+    exclude_flagged: bool = Field(
+        default=False,
+        description="Leave out documents the ingest-time screening flagged (screening.py).",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> SearchFilters:

@@ -63,6 +63,10 @@ async def search_by_vector(
         )
     for meta, content, cosine in await fulltext(engine, table, query, vector, fetch_k, filters):
         candidates.setdefault(_chunk_key(meta), (meta, content, cosine))
+    if filters is not None and filters.exclude_flagged:
+        # the flag lives in each chunk's JSON metadata, which the vector filter cannot read:
+        # flagged candidates leave before the re-rank (fetch_k leaves room for them)
+        candidates = {key: c for key, c in candidates.items() if not c[0].get("flagged")}
     if not candidates:
         return []
     weights = await relevance.aterm_weights(query)

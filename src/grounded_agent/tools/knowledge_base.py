@@ -139,6 +139,12 @@ def _kb_failure(exc: BaseException) -> Failure:
     raise exc
 
 
+def _without_flagged(filters: SearchFilters | None) -> SearchFilters:
+    from grounded_agent.store.records import SearchFilters
+
+    return (filters or SearchFilters()).model_copy(update={"exclude_flagged": True})
+
+
 def make_knowledge_base_tool(
     store: KnowledgeStore,
     *,
@@ -146,18 +152,21 @@ def make_knowledge_base_tool(
     found_threshold: float = DEFAULT_THRESHOLDS.found,
     low_threshold: float = DEFAULT_THRESHOLDS.low,
     policy: RetryPolicy = KB_RETRY,
+    exclude_flagged: bool = False,
 ) -> SourceTool:
     """The allow-listed knowledge_base tool bound to `store`; a timed-out read is retried by the
-    shared rule (`tools._retry`) within `timeout_s`."""
+    shared rule (`tools._retry`) within `timeout_s`. `exclude_flagged`: documents the
+    ingest-time screening flagged are never read (Context.flagged_documents)."""
 
     async def run(args: KnowledgeBaseArgs) -> ToolOutcome:
         # each read may take what is left of the budget (a cold first search creates the
         # schema and warms the pools); a retry happens when a timeout leaves time for one,
         # as the database's own statement timeout (query_timeout_s) does
         async def attempt(remaining: float) -> ToolOutcome:
-            return await _read(
-                store, args.query, args.k, args.filters(), found_threshold, low_threshold
-            )
+            filters = args.filters()
+            if exclude_flagged:
+                filters = _without_flagged(filters)
+            return await _read(store, args.query, args.k, filters, found_threshold, low_threshold)
 
         return await run_with_retries(
             attempt,

@@ -1,0 +1,90 @@
+"""Ingest-time screening: a document whose text or metadata holds instruction-like content or
+prompt markup is flagged, with its reasons, before it is ever searched.
+
+A flagged document is stored and listed like any other (`docs list` shows FLAGGED, `docs show`
+its reasons, `ingest --json` reports it); whether answers may draw on it is the run's setting
+`Context.flagged_documents` (GROUNDED_AGENT_FLAGGED_DOCUMENTS: `exclude`, the default, or
+`include`). Reasons describe what was found and where; they never quote it.
+
+The test is the one the answer applies to every sentence it would show (`looks_like_instruction`
+in text.py), plus tags that would open or close a prompt element. It is lexical: a document that
+gives orders in words no rule names passes, and the answer-time checks (display.py, the citation
+check) still stand behind it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from grounded_agent.citations import MARKER
+from grounded_agent.loaders.base import SourceDocument
+from grounded_agent.text import looks_like_instruction, split_sentences
+
+PROMPT_TAG = re.compile(
+    r"<\s*/?\s*(?:sources?|passages?|system|assistant|user|instructions?|prompt|claims?|"
+    r"tool_call|function_call)\b[^<>]{0,200}>|<\|[a-z_]{2,20}\|>",
+    re.IGNORECASE,
+)
+"""The elements of this project's prompts (`<source>`, `<passage>`, `<claim>`) and the role tags
+of chat formats: a document has no reason to hold them."""
+
+
+class FlaggedDocument(BaseModel):
+    """One document the screening flagged, as `ingest --json` reports it."""
+
+    doc_id: str
+    file: str = Field(description="The file (or file:line) the document was read from.")
+    reasons: list[str]
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(item, f"{where} {key!s}"[:60])
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item, where)
+
+
+def _field_reasons(where: str, value: str) -> list[str]:
+    reasons = []
+    if any(looks_like_instruction(s) for s in split_sentences(value) or [value]):
+        reasons.append(f"{where}: reads as an instruction to an assistant")
+    if PROMPT_TAG.search(value):
+        reasons.append(f"{where}: holds prompt markup (a tag that would open or close a prompt "
+                       "element)")
+    if MARKER.search(value):
+        reasons.append(f"{where}: holds a citation marker")
+    return reasons
+
+
+def screen(doc: SourceDocument) -> list[str]:
+    """Why `doc` is flagged (empty: it is not). Title, metadata and heading paths are fields
+    that should hold a name: an instruction, prompt markup or a citation marker in one is a
+    reason. In the text, instruction-like sentences and prompt markup are (a citation marker in
+    a text is a footnote, as on Wikipedia)."""
+    reasons = _field_reasons("title", doc.title)
+    metadata = {"version": doc.version, "source_url": doc.source_url, "language": doc.language,
+                **doc.extra}
+    for where, value in _strings(metadata, "metadata"):
+        reasons += _field_reasons(where, value)
+    headings = {h for s in doc.sections or [] for h in s.path}
+    for heading in sorted(headings):
+        for reason in _field_reasons("a heading", heading):
+            if reason not in reasons:
+                reasons.append(reason)
+    bodies = [s.text for s in doc.sections] if doc.sections is not None else [doc.text]
+    orders = sum(1 for body in bodies for s in split_sentences(body) if looks_like_instruction(s))
+    if orders:
+        reasons.append(f"text: {orders} sentence(s) read as instructions to an assistant")
+    tags = sum(len(PROMPT_TAG.findall(body)) for body in bodies)
+    if tags:
+        reasons.append(f"text: {tags} prompt tag(s) (tags that would open or close a prompt "
+                       "element)")
+    return reasons
