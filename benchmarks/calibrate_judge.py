@@ -1,13 +1,16 @@
-"""Chooses the offline judge's answer threshold on its tuning split, and reports it on the test split.
+"""Chooses the offline judge's veto on tuning data, and reports it on data it was not chosen on.
 
-For each question it runs what the offline agent runs before deciding: the store's real search
-(first attempt), the passages at or above the low relevance threshold, the judge's reading of
-them. It records the best sentence's probability and whether the answer built from that sentence
-would be right (the gold answer in it and the gold document cited). The threshold that maximises
-the credited score (+1 a right answer or a right abstention, 0 abstaining on an answerable
-question, -1 a wrong answer) over the tuning articles of SQuAD and swapped SQuAD, every kind
-weighing the same, is written to the judge's manifest; the same numbers on the test articles and
-on every project KB (never used for the choice) are printed beside it.
+For each question it replays what the offline agent decides on its first attempt: the store's
+real search, the passages at or above the low relevance threshold, the local confidence verdict
+and the extractive answer; then the judge's probability for the sentences that answer would
+quote. A veto t turns an answer into an abstention when that probability is below t.
+
+Tuning data: the judge's tune articles of SQuAD and swapped SQuAD (300 questions per kind) and
+one half of each project KB (questions whose id hashes even, `evals.splits.kb_half`). The veto
+chosen is the largest credited gain over the tuning sets (each set weighing the same) among the
+values under which no tuning set loses credit: the veto is meant to remove wrong answers, not to
+trade one knowledge base's right answers for another's. Test data, printed beside it: the judge's
+test articles and the other half of each project KB.
 
     .venv/bin/python benchmarks/calibrate_judge.py [--per-kind 300] [--write]
 """
@@ -18,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -28,19 +32,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # evals/ lives in 
 from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir, load_swapped_set
 from evals.grading import contains_answer
 from evals.harness import aingest, open_eval_store
-from evals.splits import select
+from evals.splits import kb_half, select
+from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
+from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import MODEL_DIR, load_judge
-from grounded_agent.reading import read
+from grounded_agent.scoring import _quoted, decisive, local_confidence
 
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 KBS = Path("benchmarks/kbs")
-Row = tuple[str, float, bool, float]
-"""(kind, best judge probability or -1 when nothing was usable, the answer would be right, the
-best relevance of the search)."""
+VETOES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
+Row = dict[str, Any]
 
 
 async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context) -> list[Row]:
+    """Per question: kind, whether the rules answer, whether that answer is right, and the judge's
+    best probability for its quoted sentences."""
     judge = load_judge()
     store = open_eval_store(eval_set)
     try:
@@ -49,49 +56,49 @@ async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context
         for q in questions:
             found = await store.asearch(q.question, k=ctx.top_k)
             usable = [f for f in found if f.score >= ctx.low_threshold]
-            best = read(judge, q.question, usable)
-            relevance = max((f.score for f in found), default=0.0)
-            if not best:
-                rows.append((q.kind, -1.0, False, relevance))
-                continue
-            cited = usable[best[0].index].source_id
-            right = (q.should_answer and cited == q.gold_doc_id
-                     and contains_answer(best[0].sentence, q.answers))
-            rows.append((q.kind, best[0].score, right, relevance))
+            verdict = decisive(q.question, usable, ctx.found_threshold, ctx.low_threshold)
+            conf = verdict[0] if verdict else local_confidence(
+                q.question, usable, ctx.found_threshold, ctx.low_threshold)
+            answers = bool(usable) and conf.can_answer and conf.level in ("HIGH", "MEDIUM")
+            row: Row = {"id": q.id, "kind": q.kind, "answers": answers, "right": False, "j": 0.0}
+            if answers:
+                checked = check_answer(extractive_draft(q.question, usable), usable)
+                cited = [c.source_id for c in checked.citations]
+                row["answers"] = bool(cited)
+                row["right"] = (q.should_answer and q.gold_doc_id in cited
+                                and contains_answer(checked.text, q.answers))
+                row["j"] = max(judge.score(q.question, _quoted(q.question, usable)), default=0.0)
+            rows.append(row)
         return rows
     finally:
         await store.aclose()
 
 
-def credited(rows: list[Row], t: float) -> dict[str, float]:
-    """Mean credited score per kind at threshold t, and their mean."""
-    by_kind: dict[str, list[int]] = defaultdict(list)
-    for kind, score, right, _ in rows:
-        answers = score >= t
-        if kind == "answerable":
-            by_kind[kind].append((1 if right else -1) if answers else 0)
+def credited(rows: list[Row], veto: float) -> float:
+    """The evaluation's mean credited score with the veto applied."""
+    total = 0
+    for r in rows:
+        answers = r["answers"] and r["j"] >= veto
+        if r["kind"] == "answerable":
+            total += (1 if r["right"] else -1) if answers else 0
         else:
-            by_kind[kind].append(-1 if answers else 1)
-    out = {k: sum(v) / len(v) for k, v in by_kind.items()}
-    out["mean"] = sum(out.values()) / len(out) if out else 0.0
-    return out
+            total += -1 if answers else 1
+    return total / max(len(rows), 1)
 
 
-def rates(rows: list[Row], t: float) -> dict[str, float]:
-    ans = [(s, r) for k, s, r, _ in rows if k == "answerable"]
-    n = len(ans) or 1
-    out = {"right": sum(1 for s, r in ans if s >= t and r) / n,
-           "wrong": sum(1 for s, r in ans if s >= t and not r) / n}
-    for kind in ("unanswerable_in_kb_topic", "out_of_kb", "near_miss", "off_topic"):
-        kept = [s for k, s, _, _ in rows if k == kind]
-        if kept:
-            out[f"{kind} abstained"] = sum(1 for s in kept if s < t) / len(kept)
-    return out
+def rates(rows: list[Row], veto: float) -> str:
+    ans = [r for r in rows if r["kind"] == "answerable"]
+    other = [r for r in rows if r["kind"] != "answerable"]
+    kept = [r for r in ans if r["answers"] and r["j"] >= veto]
+    right = sum(1 for r in kept if r["right"])
+    wrong = len(kept) - right
+    abstained = sum(1 for r in other if not (r["answers"] and r["j"] >= veto))
+    n, m = len(ans) or 1, len(other) or 1
+    return (f"answerable {right / n:.1%} right / {wrong / n:.1%} wrong, "
+            f"unanswerable {abstained / m:.1%} abstained")
 
 
 def sample(questions: list[EvalQuestion], per_kind: int) -> list[EvalQuestion]:
-    import random
-
     by_kind: dict[str, list[EvalQuestion]] = defaultdict(list)
     for q in questions:
         by_kind[q.kind].append(q)
@@ -102,46 +109,53 @@ def sample(questions: list[EvalQuestion], per_kind: int) -> list[EvalQuestion]:
     return out
 
 
+def choose(tune: dict[str, list[Row]]) -> float:
+    """The largest mean gain among the vetoes under which no tuning set loses credit."""
+    base = {name: credited(rows, 0.0) for name, rows in tune.items()}
+
+    def gain(v: float) -> tuple[float, float]:
+        deltas = [credited(rows, v) - base[name] for name, rows in tune.items()]
+        return min(deltas), sum(deltas) / len(deltas)
+
+    safe = [v for v in VETOES if gain(v)[0] >= 0.0]
+    return max(safe, key=lambda v: (gain(v)[1], -v))
+
+
 async def main_async(args: argparse.Namespace) -> int:
     ctx = Context(sources=["knowledge_base"])
-    squad = load_eval_set(SQUAD / "questions.jsonl", SQUAD / "kb_corpus.jsonl")
-    swapped = load_swapped_set(SQUAD)
-    tune: list[Row] = []
+    tune: dict[str, list[Row]] = {}
     test: dict[str, list[Row]] = {}
-    for name, eval_set in (("squad", squad), ("squad-swapped", swapped)):
-        tune += await collect(eval_set, sample(select(eval_set.questions, "tune"), args.per_kind),
-                              ctx)
-        test[name] = await collect(eval_set, sample(select(eval_set.questions, "test"),
-                                                    args.per_kind), ctx)
+    squad = load_eval_set(SQUAD / "questions.jsonl", SQUAD / "kb_corpus.jsonl")
+    for name, eval_set in (("squad", squad), ("squad-swapped", load_swapped_set(SQUAD))):
+        for split, into in (("tune", tune), ("test", test)):
+            chosen = sample(select(eval_set.questions, split), args.per_kind)
+            into[name] = await collect(eval_set, chosen, ctx)
         print(f"{name}: read", file=sys.stderr, flush=True)
     for kb_dir in args.kb_dirs:
         kb = load_kb_dir(kb_dir)
-        test[kb_dir.name] = await collect(kb, kb.questions, ctx)
+        rows = await collect(kb, kb.questions, ctx)
+        tune[kb_dir.name] = [r for r in rows if kb_half(r["id"]) == "tune"]
+        test[kb_dir.name] = [r for r in rows if kb_half(r["id"]) == "test"]
         print(f"{kb_dir.name}: read", file=sys.stderr, flush=True)
-    if args.dump:
-        args.dump.write_text(json.dumps({"tune": tune, **test}))
-    for t in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-        print(f"t={t:.2f} " + " | ".join(
-            f"{name} " + " ".join(f"{v:.0%}" for v in rates(rows, t).values())
-            for name, rows in {"tune": tune, **test}.items()))
-    candidates = sorted({round(s, 3) for _, s, _, _ in tune if s >= 0} | {0.5})
-    best_t = max(candidates, key=lambda t: credited(tune, t)["mean"])
-    report: dict[str, Any] = {"threshold": best_t, "tune": {"credited": credited(tune, best_t),
-                                                            "rates": rates(tune, best_t)}}
-    print(f"threshold {best_t:.3f} (tuning articles, {len(tune)} questions): "
-          f"credited {credited(tune, best_t)}")
-    for name, rows in test.items():
-        report[name] = {"credited": credited(rows, best_t), "rates": rates(rows, best_t)}
-        shown = ", ".join(f"{k} {v:.1%}" for k, v in rates(rows, best_t).items())
-        print(f"{name:22s} credited {credited(rows, best_t)['mean']:+.3f}  {shown}")
+    veto = choose(tune)
+    report: dict[str, Any] = {"veto": veto, "tune": {}, "test": {}}
+    for label, sets in (("tune", tune), ("test", test)):
+        print(f"== {label} (credited without the veto -> with {veto})")
+        for name, rows in sets.items():
+            before, after = credited(rows, 0.0), credited(rows, veto)
+            report[label][name] = {"questions": len(rows), "credited_without": round(before, 4),
+                                   "credited_with": round(after, 4)}
+            print(f"{name:22s} {len(rows):4d} q  {before:+.3f} -> {after:+.3f}   "
+                  f"{rates(rows, 0.0)}  ->  {rates(rows, veto)}")
     if args.write:
         path = MODEL_DIR / "manifest.json"
         manifest = json.loads(path.read_text())
-        manifest["threshold"] = best_t
-        manifest["threshold_chosen_by"] = (
-            "benchmarks/calibrate_judge.py: the agent's first-attempt reading on the tuning "
-            f"articles of SQuAD and swapped SQuAD, {args.per_kind} questions per kind each")
-        manifest["calibration"] = report
+        manifest["veto"] = veto
+        manifest["veto_chosen_by"] = (
+            "benchmarks/calibrate_judge.py: the offline agent's first-attempt decisions on the "
+            f"judge's tune articles of SQuAD and swapped SQuAD ({args.per_kind} per kind) and the "
+            "tuning half of each project KB; the largest mean gain with no tuning set losing")
+        manifest["veto_calibration"] = report
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         print(f"written to {path}")
     return 0
@@ -150,8 +164,7 @@ async def main_async(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-kind", type=int, default=300)
-    parser.add_argument("--dump", type=Path, default=None, help="write every row as JSON")
-    parser.add_argument("--write", action="store_true", help="store the threshold in the manifest")
+    parser.add_argument("--write", action="store_true", help="store the veto in the manifest")
     args = parser.parse_args()
     args.kb_dirs = sorted(p for p in KBS.iterdir() if (p / "questions.jsonl").is_file())
     return asyncio.run(main_async(args))

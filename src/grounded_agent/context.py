@@ -101,12 +101,12 @@ class Context:
     top_k: int = field(
         default=5, metadata={"description": "Passages fetched per source call (1 to 10)."}
     )
-    answer_threshold: float | None = field(
+    judge_veto: float | None = field(
         default=None,
         metadata={
-            "description": "Offline: the judge's probability a sentence must reach for the agent "
-            "to answer from it (0 to 1); None takes the threshold chosen on the judge's tuning "
-            "split (its manifest)."
+            "description": "Offline: the least probability the trained judge must give the "
+            "sentences an answer would quote (0 to 1; 0 turns the veto off); None takes the one "
+            "chosen on the judge's tuning split (its manifest)."
         },
     )
     max_tool_calls_per_attempt: int = field(
@@ -198,8 +198,8 @@ class Context:
         if not 0.0 <= self.closest_threshold <= 1.0:
             raise ValueError("closest_threshold must be between 0 and 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
-        if self.answer_threshold is not None and not 0.0 <= self.answer_threshold <= 1.0:
-            raise ValueError("answer_threshold must be between 0 and 1")
+        if self.judge_veto is not None and not 0.0 <= self.judge_veto <= 1.0:
+            raise ValueError("judge_veto must be between 0 and 1")
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
@@ -247,7 +247,7 @@ CLIENT_CONFIGURABLE: frozenset[str] = frozenset(
         "model_low_threshold",
         "closest_threshold",
         "top_k",
-        "answer_threshold",
+        "judge_veto",
         "wikipedia_language",
         "max_attempts",
     }

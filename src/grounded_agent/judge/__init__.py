@@ -2,8 +2,8 @@
 
 A sentence-level cross-encoder trained in this project (scripts/train_judge.py) from the shipped
 all-MiniLM-L6-v2 weights, shipped as int8 ONNX with its tokenizer and manifest, run on ONNX
-Runtime: no torch at question time. A passage's score is its best sentence's, so one model both
-re-ranks the passages and picks the sentence an offline answer quotes.
+Runtime: no torch at question time. Offline it vetoes answers whose quoted sentences it finds do
+not answer (scoring.judge_veto).
 """
 
 from __future__ import annotations
@@ -31,12 +31,9 @@ class JudgeError(RuntimeError):
 class Manifest:
     """What the shipped model was trained on and the threshold chosen on its tuning split."""
 
-    threshold: float
-    """Below the found relevance band, the judge alone must reach this to answer."""
-    floor: float
-    """In the found band, the judge's least: under it the passage does not answer."""
-    weight: float
-    """How much the judge's best sentence weighs against relevance in choosing the passage."""
+    veto: float
+    """The least probability the sentences an offline answer quotes must get (scoring.judge_veto);
+    chosen by benchmarks/calibrate_judge.py on the tuning split."""
     max_len: int
     train_articles: frozenset[str]
     tune_articles: frozenset[str]
@@ -75,9 +72,7 @@ class Judge:
                 from exc
         articles = raw.get("articles", {})
         manifest = Manifest(
-            threshold=float(raw.get("threshold", 0.5)),
-            floor=float(raw.get("floor", 0.0)),
-            weight=float(raw.get("weight", 0.0)),
+            veto=float(raw.get("veto", 0.0)),
             max_len=max_len,
             train_articles=frozenset(articles.get("train", [])),
             tune_articles=frozenset(articles.get("tune", [])),
