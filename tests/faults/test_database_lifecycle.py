@@ -150,6 +150,49 @@ def test_serve_restarts_the_embedded_server_it_owns(
     store.close()
 
 
+def test_serve_keeps_trying_when_a_restart_fails(
+    home: Path, fault: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server killed while its data directory is unreadable to it: the first restarts fail
+    (healthz `down`), and once the directory is readable again the next one succeeds."""
+    row = fault(14, "embedded PostgreSQL killed under `serve` while it cannot start again")
+    caplog.set_level(logging.WARNING)
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    store = open_store(StoreSettings(home=home, database_url=None, embeddings="local",
+                                     table_name=table),
+                       embeddings=DeterministicFakeEmbedding(size=384), table_name=table)
+    app = create_app(graph(), store=store, settings=ServeSettings(db_watch_s=0.3), threads=False)
+    ensure_embedded_server(home)
+    pgdata = home / "pgdata"
+    with serving(app) as base, httpx.Client(base_url=base, timeout=120) as client:
+        assert _searched(_page(client))
+        (pid,) = postmasters_of(pgdata)
+        mode = pgdata.stat().st_mode
+        pgdata.chmod(0)
+        try:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while "could not start the embedded PostgreSQL yet" not in caplog.text:
+                assert time.monotonic() < deadline, caplog.text[-2000:]
+                time.sleep(0.2)
+            during = client.get("/healthz")
+        finally:
+            pgdata.chmod(mode)
+        deadline = time.monotonic() + 60
+        while not _searched(_page(client)):
+            assert time.monotonic() < deadline, caplog.text[-2000:]
+            time.sleep(0.3)
+        after = client.get("/healthz").json()
+    store.close()
+    assert during.status_code == 503 and during.json()["database"] in ("down", "restarting")
+    assert after["database"] == "up" and after["database_restarts"] == 1
+    failures = caplog.text.count("could not start the embedded PostgreSQL yet")
+    row.record(saw=f"while unreadable: healthz {during.status_code} "
+               f"{during.json()['database']}; readable again: served, restarts "
+               f"{after['database_restarts']}",
+               logged=f"{failures} failed restart(s) logged, then 'started again'")
+
+
 def test_without_the_watch_a_killed_server_stays_down(home: Path) -> None:
     """Negative control: an app that does not watch (what serve was before) stays at 503."""
     table = f"t_{uuid.uuid4().hex[:12]}"

@@ -298,7 +298,7 @@ def test_the_endpoint(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any,
                      settings=ServeSettings(), threads=False)
     bodies: list[str] = []
     with serving(app) as base, httpx.Client(base_url=base, timeout=120) as client:
-        for q in QUESTIONS[7:11]:
+        for q in QUESTIONS:  # the probe: 13 questions, 8 of which showed the title
             r = client.post("/agent/invoke", json={"input": {"question": q}})
             assert r.status_code == 200, r.text
             bodies.append(r.text)
@@ -317,7 +317,8 @@ def test_the_endpoint(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any,
         bodies.append(r.text)
     for body in bodies:  # the raw JSON: the questions are the user's own and clean
         assert_clean(body, "endpoint body")
-    row.record(saw=f"{len(bodies)} responses (invoke, stream, batch, page), all clean")
+    row.record(saw=f"{len(bodies)} responses ({len(QUESTIONS)} invoke, stream, batch, page), "
+                   "all clean")
 
 
 async def test_document_search(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any) -> None:

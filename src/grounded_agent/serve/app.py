@@ -107,9 +107,11 @@ async def watch_embedded_server(store: KnowledgeStore, watch: DatabaseWatch, eve
     )
 
     home = store.settings.home
+    owned = False  # kept once seen: a failed restart leaves the server unowned until it works
     while True:
         await asyncio.sleep(every_s)
-        if not owns_embedded_server(home):
+        owned = owned or owns_embedded_server(home)
+        if not owned:
             continue  # not started yet: the first request starts it
         if await asyncio.to_thread(embedded_running, home):
             watch.state = "up"
