@@ -11,12 +11,20 @@ import pytest
 
 from evals.data import EvalQuestion
 from evals.splits import article_of, select
-from grounded_agent.judge import MODEL_DIR, Judge, JudgeError, load_judge
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
+from grounded_agent.judge import MODEL_DIR, Judge, JudgeError, load_judge
 from grounded_agent.schemas import Confidence
 from grounded_agent.scoring import judge_veto
-from tests.fakes import ScriptedChatModel, ScriptedSource, finding, found, judgement, text, tool_call
+from tests.fakes import (
+    ScriptedChatModel,
+    ScriptedSource,
+    finding,
+    found,
+    judgement,
+    text,
+    tool_call,
+)
 
 QUESTION = "How many days can I borrow a book for?"
 ANSWER = "Books can be borrowed for 21 days."
