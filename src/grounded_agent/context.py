@@ -247,7 +247,6 @@ CLIENT_CONFIGURABLE: frozenset[str] = frozenset(
         "model_low_threshold",
         "closest_threshold",
         "top_k",
-        "judge_veto",
         "wikipedia_language",
         "max_attempts",
     }
