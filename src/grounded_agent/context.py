@@ -134,6 +134,30 @@ class Context:
     tool_timeout_s: float = field(
         default=12.0, metadata={"description": "Timeout of one source call, in seconds."}
     )
+    model_timeout_s: float = field(
+        default=20.0,
+        metadata={
+            "description": "Timeout of one model call, in seconds (within what the time budget "
+            "leaves): one slow reply must not spend the whole question's budget."
+        },
+    )
+    judgement_max_tokens: int = field(
+        default=256,
+        metadata={
+            "description": "Tokens a judgement or tool choice may generate (routing, search "
+            "choice, confidence, support check)."
+        },
+    )
+    rewrite_max_tokens: int = field(
+        default=96,
+        metadata={
+            "description": "Tokens a query rewrite or a resolved follow-up question may generate."
+        },
+    )
+    answer_max_tokens: int = field(
+        default=512,
+        metadata={"description": "Tokens an answer (or its translation) may generate."},
+    )
     stale_after_days: int = field(
         default=182,
         metadata={"description": "A cited document older than this gets a stale_source warning."},
@@ -203,6 +227,8 @@ class Context:
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
+        if not float(self.model_timeout_s) > 0:
+            raise ValueError("model_timeout_s must be above 0")
         if self.flagged_documents not in FLAGGED_DOCUMENTS:
             raise ValueError(
                 f"flagged_documents must be one of {', '.join(FLAGGED_DOCUMENTS)}, "
@@ -213,6 +239,9 @@ class Context:
             "max_model_rounds",
             "max_model_calls",
             "token_budget",
+            "judgement_max_tokens",
+            "rewrite_max_tokens",
+            "answer_max_tokens",
         ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1")
