@@ -41,6 +41,10 @@ from grounded_agent.scoring import _quoted, decisive, local_confidence
 
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 KBS = Path("benchmarks/kbs")
+TUNING_KBS = ("clearwater_utility", "harbor_library", "lindenpark_clinic", "northwind_it",
+              "pinecrest_tenants", "tallyhub_support")
+"""The project KBs whose halves tune the veto; a KB written after the judge was frozen is measured
+with `python -m evals`, never tuned on."""
 VETOES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 Row = dict[str, Any]
 
@@ -166,7 +170,7 @@ def main() -> int:
     parser.add_argument("--per-kind", type=int, default=300)
     parser.add_argument("--write", action="store_true", help="store the veto in the manifest")
     args = parser.parse_args()
-    args.kb_dirs = sorted(p for p in KBS.iterdir() if (p / "questions.jsonl").is_file())
+    args.kb_dirs = [KBS / name for name in TUNING_KBS]
     return asyncio.run(main_async(args))
 
 
