@@ -101,6 +101,14 @@ class Context:
     top_k: int = field(
         default=5, metadata={"description": "Passages fetched per source call (1 to 10)."}
     )
+    judge_veto: float | None = field(
+        default=None,
+        metadata={
+            "description": "Offline: the least probability the trained judge must give the "
+            "sentences an answer would quote (0 to 1; 0 turns the veto off); None takes the one "
+            "chosen on the judge's tuning split (its manifest)."
+        },
+    )
     max_tool_calls_per_attempt: int = field(
         default=3,
         metadata={"description": "Tool calls executed per attempt; extra calls are rejected."},
@@ -214,6 +222,8 @@ class Context:
         if not 0.0 <= self.closest_threshold <= 1.0:
             raise ValueError("closest_threshold must be between 0 and 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
+        if self.judge_veto is not None and not 0.0 <= self.judge_veto <= 1.0:
+            raise ValueError("judge_veto must be between 0 and 1")
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))

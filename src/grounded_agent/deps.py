@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.language_models import BaseChatModel
 
 from grounded_agent.context import Context
+from grounded_agent.judge import Judge, load_judge
 from grounded_agent.model_calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
 from grounded_agent.schemas import SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
@@ -137,6 +138,8 @@ class Deps:
     chat_model: BaseChatModel | Literal["auto"] | None = AUTO
     store: KnowledgeStore | None = None
     tools: dict[SourceName, SourceTool] | None = None
+    judge: Judge | None = None
+    """The offline judge; unset, the shipped one (loaded once per process)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _tool_cache: dict[tuple[Any, ...], dict[SourceName, SourceTool]] = field(
         default_factory=dict, repr=False
@@ -171,6 +174,12 @@ class Deps:
             while len(cache) > size:
                 cache.pop(next(iter(cache)))
         return value
+
+    def get_judge(self) -> Judge:
+        with self._lock:
+            if self.judge is None:
+                self.judge = load_judge()
+            return self.judge
 
     def get_store(self) -> KnowledgeStore:
         with self._lock:

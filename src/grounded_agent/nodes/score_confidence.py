@@ -13,8 +13,8 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
-from grounded_agent.schemas import Confidence, ConfidenceJudgement
-from grounded_agent.scoring import decisive, local_confidence
+from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
+from grounded_agent.scoring import decisive, judge_veto, local_confidence
 from grounded_agent.state import AgentState
 from grounded_agent.structured import structured_call
 
@@ -38,15 +38,23 @@ async def score_confidence(
     evidence = list(state.get("evidence") or [])
     model = deps.model(ctx)
 
+    def vetted(conf: Confidence, among: list[Finding]) -> Confidence:
+        return judge_veto(question, among, conf, deps.get_judge(), ctx.judge_veto)
+
     def local() -> Confidence:
         # what reached the model only for the model to judge does not count without it
         kept = [e for e in evidence if e.score >= ctx.low_threshold]
-        return local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold)
+        return vetted(local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold),
+                      kept)
 
     verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
-        return _done(state, conf, f"model call skipped: {why}", "deterministic")
+        checked = vetted(conf, evidence)
+        if checked is conf:
+            return _done(state, conf, f"model call skipped: {why}", "deterministic")
+        if model is None:  # offline the judge's doubt is final; a model judges it instead
+            return _done(state, checked, checked.reason, "judge")
     if model is None:
         conf = offline_verdict(local())
         return _done(state, conf, conf.reason, "local_scorer")
