@@ -56,7 +56,12 @@ SERVER_VERSION = "11434.0.0"
 PYTHON_ENGINE = "llama-cpp-python[server]==0.3.36"
 
 CONTEXT_TOKENS = 8192
-"""One slot with room for the longest prompt (sources and the tool dialog, about 3,000 tokens)."""
+"""Room in each slot for the longest prompt (sources and the tool dialog, about 3,000 tokens)."""
+
+SLOTS = 3
+"""llama-server keeps one prompt prefix per slot, so the routing, the confidence and the answer
+prompts (each with a long fixed system prompt) each find theirs still computed: on two cores
+reading a 2,500-token routing prompt anew takes 25 s, more than a call's timeout."""
 
 ENGINES = ("llama-server", "llama-cpp-python")
 
@@ -229,11 +234,12 @@ def _command(engine: str, port: int) -> list[str]:
     threads = os.environ.get("LOCAL_MODEL_THREADS", "2")
     if engine == "llama-server":
         return [str(server_binary()), "-m", str(model_path()), "--jinja", "--host", "127.0.0.1",
-                "--port", str(port), "--alias", MODEL_NAME, "-c", str(CONTEXT_TOKENS), "-np", "1",
-                "-t", threads, "--no-webui"]
+                "--port", str(port), "--alias", MODEL_NAME, "-c", str(CONTEXT_TOKENS * SLOTS),
+                "-np", str(SLOTS), "-t", threads, "--no-webui"]
+    # its prompt cache keeps computed prefixes in memory, as llama-server's slots do
     return [str(python_engine()), "-m", "llama_cpp.server", "--model", str(model_path()),
             "--model_alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads]
+            "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads, "--cache", "true"]
 
 
 def _wait(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
