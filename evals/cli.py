@@ -38,6 +38,7 @@ from evals.data import (
     load_swapped_set,
     stratified_sample,
 )
+from evals.splits import SPLITS, select
 
 if TYPE_CHECKING:
     from grounded_agent.store import KnowledgeStore
@@ -123,10 +124,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-low-threshold", type=float, default=None,
                         help="Context.model_low_threshold for this run: with a model, passages "
                         "from this relevance on reach it (default: Context's)")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="Context.time_budget_s per question (default: Context's)")
+    parser.add_argument("--model-timeout", type=float, default=None,
+                        help="Context.model_timeout_s per model call (default: Context's)")
     parser.add_argument("--table", default=None,
                         help="store table for the corpus (default: eval_<model>_<corpus digest>); "
                         "only with a single knowledge base")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument(
+        "--judge-split", choices=SPLITS, default="test",
+        help="SQuAD questions scored: 'test' (default) drops the articles the offline judge was "
+        "trained or tuned on, 'tune' keeps only its tuning articles, 'untrained' drops only the "
+        "training articles, 'all' keeps everything (trained-on questions flatter the judge)",
+    )
 
 
 def _err(msg: str) -> None:
@@ -286,7 +297,8 @@ def render_verdict(results: dict[str, dict[str, Any]]) -> str:
 
 def _questions_for(eval_set: EvalSet, args: argparse.Namespace, seed: int) -> list[EvalQuestion]:
     if eval_set.sampled:
-        return stratified_sample(eval_set.questions, args.sample, seed, kinds=args.kinds)
+        pool = select(eval_set.questions, args.judge_split)
+        return stratified_sample(pool, args.sample, seed, kinds=args.kinds)
     return [q for q in eval_set.questions if q.kind in args.kinds]
 
 
@@ -309,6 +321,10 @@ async def _arun_sets(
         if len(eval_set.warnings) > 10:
             _err(f"{spec.label}: ... {len(eval_set.warnings) - 10} more warnings in report.json")
         seeds = (args.seeds or [args.seed]) if eval_set.sampled else [args.seed]
+        if eval_set.sampled:
+            kept = len(select(eval_set.questions, args.judge_split))
+            print(f"{spec.label}: judge split {args.judge_split!r}: {kept} of "
+                  f"{len(eval_set.questions)} questions remain", file=sys.stderr)
         if not any(_questions_for(eval_set, args, s) for s in seeds[:1]):
             _err(f"{spec.label}: no questions of the kinds {', '.join(args.kinds)}")
             failures.append(spec.label)
@@ -353,6 +369,10 @@ async def _arun_set(
             kwargs["low_threshold"] = args.low_threshold
         if args.model_low_threshold is not None:
             kwargs["model_low_threshold"] = args.model_low_threshold
+        if args.time_budget is not None:
+            kwargs["time_budget_s"] = args.time_budget
+        if args.model_timeout is not None:
+            kwargs["model_timeout_s"] = args.model_timeout
         ctx = Context(sources=["knowledge_base"], **kwargs)
         graph = build_graph(chat_model=None if offline else AUTO, store=store)
         counts = await _acounts(store)
@@ -373,6 +393,7 @@ async def _arun_set(
             "warm_up_seconds": round(warm_s, 1),
             "mode": "offline" if offline else "llm",
             "sample_per_kind": args.sample if eval_set.sampled else None,
+            "judge_split": args.judge_split if eval_set.sampled else None,
             "kinds": list(args.kinds),
             "systems": list(args.systems),
             "concurrency": args.concurrency,

@@ -402,9 +402,9 @@ def check_answer(
 
 
 def _digits_stated(sentence: str, passages: Sequence[Finding]) -> bool:
-    """Every figure the sentence writes in digits stands in the passages, as written or as the
-    same quantity in another unit: a changed amount or date is the one paraphrase no judge may
-    confirm ("2 weeks" for "14 days" and "20%" for "a fifth" are the same figures)."""
+    """Every figure the sentence writes in digits stands in the passages (as written, as a number
+    word, as the same time of day or quantity in another unit: "2 weeks" for "14 days", "9 pm"
+    for "21:00"): a changed amount or date is the one paraphrase no judge may confirm."""
     return figures_stated(
         sentence, "\n".join(f"{p.title}\n{p.section or ''}\n{p.text}" for p in passages)
     )
@@ -440,7 +440,7 @@ def _quoting(sentence: str, findings: Sequence[Finding]) -> list[int]:
     """The passages the sentence quotes word for word, as one or more whole sentences of theirs
     in a row (a table row read with its header counts as a sentence)."""
     want = _words(sentence)
-    if len(want) < 3:
+    if not want:
         return []
     found = []
     for i, f in enumerate(findings):

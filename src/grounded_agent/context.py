@@ -101,6 +101,14 @@ class Context:
     top_k: int = field(
         default=5, metadata={"description": "Passages fetched per source call (1 to 10)."}
     )
+    judge_veto: float | None = field(
+        default=None,
+        metadata={
+            "description": "Offline: the least probability the trained judge must give the "
+            "sentences an answer would quote (0 to 1; 0 turns the veto off); None takes the one "
+            "chosen on the judge's tuning split (its manifest)."
+        },
+    )
     max_tool_calls_per_attempt: int = field(
         default=3,
         metadata={"description": "Tool calls executed per attempt; extra calls are rejected."},
@@ -125,6 +133,30 @@ class Context:
     )
     tool_timeout_s: float = field(
         default=12.0, metadata={"description": "Timeout of one source call, in seconds."}
+    )
+    model_timeout_s: float = field(
+        default=20.0,
+        metadata={
+            "description": "Timeout of one model call, in seconds (within what the time budget "
+            "leaves): one slow reply must not spend the whole question's budget."
+        },
+    )
+    judgement_max_tokens: int = field(
+        default=256,
+        metadata={
+            "description": "Tokens a judgement or tool choice may generate (routing, search "
+            "choice, confidence, support check)."
+        },
+    )
+    rewrite_max_tokens: int = field(
+        default=96,
+        metadata={
+            "description": "Tokens a query rewrite or a resolved follow-up question may generate."
+        },
+    )
+    answer_max_tokens: int = field(
+        default=512,
+        metadata={"description": "Tokens an answer (or its translation) may generate."},
     )
     stale_after_days: int = field(
         default=182,
@@ -190,9 +222,13 @@ class Context:
         if not 0.0 <= self.closest_threshold <= 1.0:
             raise ValueError("closest_threshold must be between 0 and 1")
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
+        if self.judge_veto is not None and not 0.0 <= self.judge_veto <= 1.0:
+            raise ValueError("judge_veto must be between 0 and 1")
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
+        if not float(self.model_timeout_s) > 0:
+            raise ValueError("model_timeout_s must be above 0")
         if self.flagged_documents not in FLAGGED_DOCUMENTS:
             raise ValueError(
                 f"flagged_documents must be one of {', '.join(FLAGGED_DOCUMENTS)}, "
@@ -203,6 +239,9 @@ class Context:
             "max_model_rounds",
             "max_model_calls",
             "token_budget",
+            "judgement_max_tokens",
+            "rewrite_max_tokens",
+            "answer_max_tokens",
         ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.language_models import BaseChatModel
 
 from grounded_agent.context import Context
+from grounded_agent.judge import Judge, load_judge
 from grounded_agent.model_calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
 from grounded_agent.schemas import SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
@@ -41,7 +42,9 @@ def llm_configured() -> bool:
 
 
 def _model_timeout(ctx: Context) -> float:
-    return min(ctx.time_budget_s, 30.0)
+    """The HTTP client's limit: one call's timeout (ask_model applies the tighter of it and
+    what the time budget leaves)."""
+    return min(ctx.time_budget_s, ctx.model_timeout_s)
 
 
 def _model_key(ctx: Context) -> tuple[Hashable, ...]:
@@ -65,9 +68,8 @@ def default_chat_model(ctx: Context) -> BaseChatModel | None:
     if not llm_configured():
         return None
     import httpx
-    from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(
+    return _portable_chat_openai()(
         model=ctx.model,
         base_url=os.environ.get("OPENAI_BASE_URL") or None,
         api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
@@ -79,6 +81,48 @@ def default_chat_model(ctx: Context) -> BaseChatModel | None:
         # that used it, and a thread of its own runs another (blocking.py)
         http_async_client=httpx.AsyncClient(timeout=_model_timeout(ctx)),
     )
+
+
+_PORTABLE: type[BaseChatModel] | None = None
+
+
+def _portable_chat_openai() -> type[BaseChatModel]:
+    """ChatOpenAI whose requests every OpenAI-compatible server accepts (built on first use:
+    langchain-openai is imported only when a model is configured).
+
+    - No `"content": null`: langchain-openai sends it for an assistant turn that only calls
+      tools, and llama-cpp-python answers such a request with HTTP 500; an empty string means
+      the same to every server.
+    - With OPENAI_BASE_URL set (a local or self-hosted server), the token limit goes out as
+      `max_tokens`, the name llama.cpp, llama-cpp-python, Ollama and vLLM all read;
+      langchain-openai renames it `max_completion_tokens`, which only OpenAI's own API requires.
+    """
+    global _PORTABLE
+    if _PORTABLE is None:
+        from langchain_openai import ChatOpenAI
+
+        class PortableChatOpenAI(ChatOpenAI):
+            def _get_request_payload(
+                self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
+            ) -> dict[str, Any]:
+                payload: dict[str, Any] = super()._get_request_payload(
+                    input_, stop=stop, **kwargs
+                )
+                return portable_payload(payload, local=bool(os.environ.get("OPENAI_BASE_URL")))
+
+        _PORTABLE = PortableChatOpenAI
+    return _PORTABLE
+
+
+def portable_payload(payload: dict[str, Any], *, local: bool) -> dict[str, Any]:
+    """A chat-completions request body as every OpenAI-compatible server accepts it (see
+    `_portable_chat_openai`)."""
+    for message in payload.get("messages") or []:
+        if isinstance(message, dict) and "content" in message and message["content"] is None:
+            message["content"] = ""
+    if local and "max_completion_tokens" in payload:
+        payload["max_tokens"] = payload.pop("max_completion_tokens")
+    return payload
 
 
 def default_store() -> KnowledgeStore:
@@ -94,6 +138,8 @@ class Deps:
     chat_model: BaseChatModel | Literal["auto"] | None = AUTO
     store: KnowledgeStore | None = None
     tools: dict[SourceName, SourceTool] | None = None
+    judge: Judge | None = None
+    """The offline judge; unset, the shipped one (loaded once per process)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _tool_cache: dict[tuple[Any, ...], dict[SourceName, SourceTool]] = field(
         default_factory=dict, repr=False
@@ -128,6 +174,12 @@ class Deps:
             while len(cache) > size:
                 cache.pop(next(iter(cache)))
         return value
+
+    def get_judge(self) -> Judge:
+        with self._lock:
+            if self.judge is None:
+                self.judge = load_judge()
+            return self.judge
 
     def get_store(self) -> KnowledgeStore:
         with self._lock:

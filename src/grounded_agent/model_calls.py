@@ -9,8 +9,10 @@ trail entries its `Fallback` asks for. Nodes only decide what to do with the rep
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,23 +175,31 @@ async def ask_model(
     tools: Sequence[Any] | None = None,
     spent: Mapping[str, int] | None = None,
     reserve: float | None = None,
+    max_tokens: int | None = None,
 ) -> ModelReply:
     """One budgeted model call; never raises, the reply says what happened.
 
-    `tools` are bound to the model first (a model that cannot take them fails the call);
-    `spent` is usage of this node not yet in state; `reserve` the seconds the call must leave for
-    work after it; `fallback` what is reported when there is no reply (None: nothing, the caller
-    reports, as `structured_call` does after its last request).
+    `tools` are bound to the model first (a model that cannot take them fails the call), and a
+    reply that writes a call of one of them as JSON text instead of a tool call is read as that
+    call (`text_tool_calls`); `spent` is usage of this node not yet in state; `reserve` the
+    seconds the call must leave for work after it; `max_tokens` the step's output limit (a
+    reply that runs on is cut there, not at the timeout); `fallback` what is reported when there
+    is no reply (None: nothing, the caller reports, as `structured_call` does after its last
+    request). No call waits longer than Context.model_timeout_s.
     """
     try:
         check_budget(state, ctx, spent)
-        timeout = call_timeout(state, reserve)
+        timeout = min(call_timeout(state, reserve), ctx.model_timeout_s)
     except BudgetExhausted as exc:
         reply = ModelReply(exhausted=exc)
     else:
         try:
             bound = runnable if tools is None else runnable.bind_tools(list(tools))
+            if max_tokens is not None:
+                bound = bound.bind(max_tokens=max_tokens)
             message = await asyncio.wait_for(bound.ainvoke(list(messages)), timeout=timeout)
+            if tools is not None and isinstance(message, AIMessage) and not message.tool_calls:
+                message = text_tool_calls(message, tool_names(tools))
             reply = ModelReply(message=message, usage=usage_of(message))
         except Exception as exc:
             reply = ModelReply(failure=exc, usage=dict(FAILED_CALL))
@@ -198,3 +208,79 @@ async def ask_model(
             state, exhausted=reply.exhausted, failure=reply.failure
         )
     return reply
+
+
+def tool_names(tools: Sequence[Any]) -> list[str]:
+    """The names of tools as offered to the model (OpenAI tool specs or schema classes)."""
+    names: list[str] = []
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+        else:
+            name = getattr(tool, "name", None) or getattr(tool, "__name__", None)
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
+
+
+def _json_values(text: str) -> list[Any]:
+    """Every JSON value in a text that starts with `{` or `[` (fenced, bare or after prose)."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    i = 0
+    while i < len(text):
+        start = min((p for p in (text.find("{", i), text.find("[", i)) if p != -1), default=-1)
+        if start == -1:
+            break
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            i = start + 1
+            continue
+        found.append(value)
+        i = end
+    return found
+
+
+def _as_call(obj: Any, allowed: Sequence[str]) -> dict[str, Any] | None:
+    """{"name": tool, "arguments"|"parameters"|"args": {...}} naming an offered tool; the
+    arguments may be a JSON string. Anything else is no call."""
+    if not isinstance(obj, Mapping):
+        return None
+    if isinstance(obj.get("function"), Mapping):  # {"type": "function", "function": {...}}
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or name not in allowed:
+        return None
+    args: Any = next((obj[k] for k in ("arguments", "parameters", "args") if k in obj), {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    if not isinstance(args, Mapping):
+        return None
+    return {"name": name, "args": dict(args), "id": f"call_{uuid.uuid4().hex[:8]}",
+            "type": "tool_call"}
+
+
+def text_tool_calls(message: AIMessage, allowed: Sequence[str]) -> AIMessage:
+    """A reply that wrote its tool calls as JSON text, as one with those tool calls.
+
+    Servers that ignore a named `tool_choice` (llama.cpp's server) leave small models writing
+    the call as text. Only objects naming one of the offered tools become calls; their arguments
+    are validated by the caller as every tool call is (the allow-list and each tool's schema).
+    """
+    calls = []
+    for value in _json_values(ai_text(message)):
+        for obj in value if isinstance(value, list) else [value]:
+            call = _as_call(obj, allowed)
+            if call is not None:
+                calls.append(call)
+    if not calls:
+        return message
+    log.info("read %d tool call(s) written as text", len(calls))
+    return AIMessage(content="", tool_calls=calls, id=message.id,
+                     usage_metadata=getattr(message, "usage_metadata", None),
+                     response_metadata=message.response_metadata)

@@ -16,12 +16,14 @@ narrower: the sentences the answer would quote hold no figure of the kind asked 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grounded_agent.answer_types import AnswerType, asked_type, holds_type
 from grounded_agent.citations import MARKER
 from grounded_agent.extractive import extractive_draft
+from grounded_agent.judge import Judge
 from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.text import coverage, key_terms, missing_names, split_sentences
 
@@ -29,6 +31,8 @@ from grounded_agent.text import coverage, key_terms, missing_names, split_senten
 HIGH_COVERAGE = 0.5
 MEDIUM_COVERAGE = 0.4
 NOT_RELEVANT_COVERAGE = 0.2
+
+MARKER_NUMBER = re.compile(r"\[(\d+)\]")
 
 TYPE_SENTENCE_COVERAGE = 0.2
 """A sentence counts as holding the asked-for thing only if it also shares some of the question's
@@ -141,3 +145,37 @@ def decisive(
             "names of the question absent from every passage",
         )
     return None
+
+
+def judge_veto(
+    question: str, evidence: Sequence[Finding], conf: Confidence, judge: Judge,
+    veto: float | None = None,
+) -> Confidence:
+    """An answer the rules allow, unless the trained judge (grounded_agent.judge) gives every
+    sentence the answer would quote less than `veto` (the manifest's, chosen on its tuning split,
+    when None): words the question shares with a passage do not make it answer."""
+    cut = judge.manifest.veto if veto is None else veto
+    if not conf.can_answer or cut <= 0.0:
+        return conf
+    quoted = _quoted(question, evidence)
+    best = max(judge.score(question, quoted), default=0.0)
+    if best >= cut:
+        return conf
+    return Confidence(
+        level="NOT_RELEVANT",
+        reason=f"the trained judge finds the sentences an answer would quote do not answer it "
+        f"({best:.2f} < {cut:.2f})",
+    )
+
+
+def _quoted(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(title, sentence) of each sentence the offline answer would quote."""
+    found = list(evidence)
+    out: list[tuple[str, str]] = []
+    for piece in split_sentences(extractive_draft(question, found)):
+        numbers = [int(n) for n in MARKER_NUMBER.findall(piece)]
+        title = found[numbers[0] - 1].title if numbers and 0 < numbers[0] <= len(found) else ""
+        text = MARKER.sub(" ", piece).strip()
+        if text:
+            out.append((title, text))
+    return out

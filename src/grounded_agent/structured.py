@@ -6,7 +6,8 @@ reply with text. So the method is chosen in code, per call:
 
 1. function calling (the schema as the one tool, `tool_choice` naming it): what the agent has
    always sent, and what most servers with tools support;
-2. `response_format` json_schema, when the server refused the tool (a 400, 422 or 501);
+2. `response_format` json_schema, when the server refused the tool (a 400, 422 or 501, or
+   another 4xx/5xx whose message names a part of the request; see `_refused`);
 3. plain text with a JSON instruction, when json_schema was refused too, or when a reply carried
    no structure at all (the server ignored the tool or the format).
 
@@ -54,6 +55,13 @@ MAX_CALLS = 3
 
 REFUSED_STATUS = frozenset({400, 422, 501})
 """HTTP statuses that mean "this request shape is not supported here", not "the service failed"."""
+
+OUTAGE_STATUS = frozenset({401, 403, 404, 408, 429, 502, 503, 504})
+"""Statuses that say the service cannot serve now, whatever the request's shape."""
+
+_REQUEST_PARTS = ("response_format", "json_schema", "json_object", "tool_choice", "tools",
+                  "tool_call", "function", "grammar", "schema", "messages", "content")
+"""Words of an error message that name a part of the request, so another shape may work."""
 
 _NOT_A_METHOD_PROBLEM = ("context length", "context_length", "maximum context", "too many tokens",
                          "prompt is too long", "contextoverflow")
@@ -246,16 +254,41 @@ def read_structured(message: BaseMessage, schema: type[M]) -> _Reading[M]:
 
 
 def _refused(exc: BaseException) -> bool:
-    """The server refused the request's shape (tools, response_format): another method may work."""
+    """The server refused the request's shape (tools, response_format): another method may work.
+
+    A 400, 422 or 501 says so by its status; any other 4xx or 5xx only when its message names a
+    part of the request (llama-cpp-python answers a json_schema it does not take with a 500
+    "only 'text' or 'json_object'"). A 503, a gateway error, a rate limit or an auth failure
+    names the service's state, not the request: an outage, not asked again.
+    """
     if isinstance(exc, NotImplementedError):
         return True
     status = getattr(exc, "status_code", None)
     if status is None:
         status = getattr(getattr(exc, "response", None), "status_code", None)
-    if status not in REFUSED_STATUS:
+    if not isinstance(status, int):
         return False
     text = f"{type(exc).__name__} {exc}".lower()
-    return not any(k in text for k in _NOT_A_METHOD_PROBLEM)
+    if any(k in text for k in _NOT_A_METHOD_PROBLEM):
+        return False
+    if status in REFUSED_STATUS:
+        return True
+    if status in OUTAGE_STATUS or not 400 <= status < 600:
+        return False
+    said = _error_message(exc).lower()
+    return any(k in said for k in _REQUEST_PARTS)
+
+
+def _error_message(exc: BaseException) -> str:
+    """What the server said, without the JSON envelope around it (whose keys would name
+    "message" and "type" in every error)."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, Mapping) else body
+    if isinstance(error, Mapping):
+        return str(error.get("message") or error.get("detail") or "")
+    if isinstance(error, str):
+        return error
+    return str(exc)
 
 
 def json_instruction(schema: type[BaseModel]) -> str:
@@ -329,7 +362,8 @@ async def structured_call(
             result.tried.append(f"{method}:not_offered")
             method = METHODS[METHODS.index(method) + 1]
             continue
-        reply = await ask_model(runnable, prompt, state=state, ctx=ctx, spent=usage)
+        reply = await ask_model(runnable, prompt, state=state, ctx=ctx, spent=usage,
+                                max_tokens=ctx.judgement_max_tokens)
         if reply.exhausted is not None:
             result.exhausted = reply.exhausted
             return result

@@ -408,6 +408,79 @@ async def test_tool_arguments_that_are_not_json_fall_back_to_fixed_routing(
     assert result.status == "answered" and result.citations[0].source_id == "lumenary-pricing"
 
 
+STEP_LIMITS = {"call_tools": "judgement_max_tokens", "score_confidence": "judgement_max_tokens",
+               "check_support": "judgement_max_tokens", "reformulate_query": "rewrite_max_tokens",
+               "condense": "rewrite_max_tokens", "answer": "answer_max_tokens"}
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_every_request_carries_its_steps_token_limit_and_no_null_content(
+    graph: Any, double: ModelDouble, judged: str
+) -> None:
+    """Per step `max_tokens` (the name local servers read, not `max_completion_tokens`), and no
+    `"content": null` in the assistant turn that carries the tool calls (llama-cpp-python answers
+    that with a 500). The confidence request repeats the tool dialog, so it has that turn."""
+    ctx = Context(sources=["knowledge_base"])
+    result = await ask(graph, judged)
+    assert result.status in ANSWERED
+    steps = double.steps()
+    assert "score_confidence" in steps and "answer" in steps
+    for request in double.requests:
+        assert request["max_tokens"] == getattr(ctx, STEP_LIMITS[request["step"]]), request
+        assert request["max_completion_tokens"] is None
+        assert request["null_content"] is False, request
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_500_that_names_the_request_falls_back_like_a_refusal(
+    graph: Any, double: ModelDouble, judged: str
+) -> None:
+    """llama-cpp-python refuses a json_schema `response_format` with HTTP 500: the next method
+    is tried, the judgement still comes from the model, and no outage is reported."""
+    message = "Invalid response_format: only 'text' or 'json_object' are supported"
+    double.configure(faults=[
+        Fault(status=500, step="score_confidence", times=2, message=message)])
+    result = await ask(graph, judged)
+    judged_kinds = [r["kind"] for r in double.requests if r["step"] == "score_confidence"]
+    assert judged_kinds == ["tools", "tools", "json_schema"]  # the client retries a 500 once
+    assert any(t.decision == "HIGH (model)" for t in result.trail)
+    assert warnings_of(result, "model_unavailable") == []
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_plain_500_stays_an_outage(graph: Any, double: ModelDouble, judged: str) -> None:
+    """Negative control of the one above: a 500 that names no part of the request is the
+    service failing; no other method is tried, and the user is told."""
+    double.configure(faults=[Fault(status=500, step="score_confidence")])
+    result = await ask(graph, judged)
+    judged_kinds = [r["kind"] for r in double.requests if r["step"] == "score_confidence"]
+    assert set(judged_kinds) == {"tools"}  # the client's own retry, nothing else
+    assert warnings_of(result, "model_unavailable")
+
+
+@pytest.mark.usefixtures("llm_env")
+async def test_a_draft_without_markers_is_cited_where_its_source_supports_it(
+    graph: Any, offline_graph: Any, double: ModelDouble
+) -> None:
+    """A small model's answer without `[n]`: the sentence a passage supports is cited, the
+    invented one removed; a draft that only says the sources do not answer still abstains."""
+    offline = await ask(offline_graph)
+    fact = next(c for c in offline.citations)  # the passage that states the price
+    double.configure()
+    await ask(graph)
+    quoted = double.answers[0]["items"][0]["sentence"]
+    double.configure(answer_text=f"{quoted} It also includes a free pony.")
+    result = await ask(graph)
+    assert result.status == "answered", result.answer
+    assert [c.source_id for c in result.citations] == [fact.source_id]
+    assert "[1]" in result.answer and "pony" not in result.answer
+    assert any(t.decision == "model_draft_cited" for t in result.trail)
+    assert warnings_of(result, "unsupported_sentence")
+    double.configure(answer_text="The sources do not contain the answer to this question.")
+    abstained = await ask(graph)
+    assert abstained.status == "not_found" and not abstained.citations
+
+
 FAULTS = {
     "500": Fault(status=500),
     "503": Fault(status=503),

@@ -767,6 +767,12 @@ class ModelDouble:
             "question": self._question(step, body),
             "at": time.time(),
             "status": 200,
+            "max_tokens": body.get("max_tokens"),
+            "max_completion_tokens": body.get("max_completion_tokens"),
+            "null_content": any(
+                isinstance(m, dict) and "content" in m and m["content"] is None
+                for m in body.get("messages") or []
+            ),
         }
         with self._lock:
             self.requests.append(entry)

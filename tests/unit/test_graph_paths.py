@@ -170,8 +170,12 @@ async def test_one_source_failing_one_found_is_partial_and_names_the_failed_one(
     assert any(w.kind == "source_unavailable" for w in result.warnings)
 
 
-async def test_unparseable_confidence_output_becomes_low_after_one_retry() -> None:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.7))])
+async def test_unparseable_confidence_output_becomes_the_offline_verdict_after_one_retry() -> None:
+    def kb() -> ScriptedSource:
+        return ScriptedSource(
+            "knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.7))]
+        )
+
     model = ScriptedChatModel(
         responses=[
             tool_call("knowledge_base", {"query": "q"}),
@@ -181,11 +185,14 @@ async def test_unparseable_confidence_output_becomes_low_after_one_retry() -> No
     )
     ctx = Context(sources=["knowledge_base"], max_attempts=1)
     result = await aask(
-        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=ctx
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb()), context=ctx
     )
-    assert result.confidence.level == "LOW"
+    offline = await aask(
+        "What does the Pro plan cost?", graph=graph(None, knowledge_base=kb()), context=ctx
+    )
+    assert result.confidence.level == offline.confidence.level == "NOT_RELEVANT"
     assert result.confidence.can_answer is False
-    assert result.status == "not_found"
+    assert result.status == offline.status == "not_found"
     assert model.calls == 3
 
 
@@ -380,20 +387,30 @@ class _BrokenModel(ScriptedChatModel):
         raise ConnectionError("connection refused")
 
 
-async def test_unreachable_model_is_no_claim_of_absence() -> None:
-    """Negative control: a failed confidence call must not turn found evidence into not_found."""
-    kb = ScriptedSource(
-        "knowledge_base",
-        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.7))] * 2,
-    )
-    model = _BrokenModel(responses=[])
+@pytest.mark.parametrize("score", [0.7, 0.9])
+async def test_unreachable_model_gives_the_offline_outcome(score: float) -> None:
+    """A failed model call is no judgement: the outcome is offline's for the same evidence, not
+    a more confident one (0.7: offline finds it too weak) and not an emptier one (0.9: offline
+    answers, and so does the run whose model failed: the negative control)."""
+
+    def kb() -> ScriptedSource:
+        return ScriptedSource(
+            "knowledge_base",
+            [found("knowledge_base", finding(text=PRO, title="Pricing", score=score))] * 2,
+        )
+
+    source, model = kb(), _BrokenModel(responses=[])
     result = await aask(
-        "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb), context=CTX
+        "What does the Pro plan cost?", graph=graph(model, knowledge_base=source), context=CTX
     )
-    assert result.status != "not_found"
-    assert result.status in ("answered", "answered_with_caveat")
+    offline = await aask("What does the Pro plan cost?", graph=graph(None, knowledge_base=kb()),
+                         context=CTX)
+    assert result.confidence.level == offline.confidence.level
+    assert result.status == offline.status
+    assert (result.status == "not_found") == (score < 0.9)
+    assert [c.source_id for c in result.citations] == [c.source_id for c in offline.citations]
     assert any(w.kind == "model_unavailable" for w in result.warnings)
-    assert len(kb.queries) == 1  # no re-query because the model failed
+    assert len(source.queries) == 1  # no re-query because the model failed
     # every attempted call counts, failed or not, and the hard cap holds
     assert result.usage.llm_calls == model.calls
     assert model.calls <= 5

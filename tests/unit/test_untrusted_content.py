@@ -45,8 +45,9 @@ async def test_injected_page_cannot_add_tools_links_or_facts() -> None:
     # the only tools ever offered were the allow-listed ones
     assert [t["function"]["name"] for t in model.bound_tools[0]] == ["web"]
     assert all(t == [ConfidenceJudgement] for t in model.bound_tools[1:])
-    # the page's tool wish was never executed: the judgement became LOW, nothing answered
-    assert result.confidence.level == "LOW"
+    # the page's tool wish was never executed: no judgement came, so the offline verdict holds
+    # (this evidence is too weak offline), and nothing is answered
+    assert result.confidence.level == "NOT_RELEVANT"
     assert result.status == "not_found"
     assert "evil.example" not in result.answer and "Sydney" not in result.answer
     # the page reached the model framed as data

@@ -12,6 +12,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.citations import MARKER, Checked, check_answer
+from grounded_agent.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.context import MAX_ATTEMPTS, Context
 from grounded_agent.deps import Deps
 from grounded_agent.display import shown_answer
@@ -129,7 +130,7 @@ async def answer(state: AgentState, runtime: Runtime[Context], *, deps: Deps) ->
         if model is not None:
             reply = await ask_model(
                 model, _messages(state, ctx, question, evidence, write_in), state=state,
-                ctx=ctx, fallback=FALLBACK,
+                ctx=ctx, fallback=FALLBACK, max_tokens=ctx.answer_max_tokens,
             )
             warnings += reply.warnings
             trail += reply.trail
@@ -233,7 +234,8 @@ async def _translate(
         HumanMessage(TRANSLATE_ANSWER_USER.format(answer=text)),
     ]
     reply = await ask_model(
-        model, messages, state=state, ctx=ctx, fallback=TRANSLATE_FALLBACK, spent=spent
+        model, messages, state=state, ctx=ctx, fallback=TRANSLATE_FALLBACK, spent=spent,
+        max_tokens=ctx.answer_max_tokens,
     )
     trail += reply.trail
     translated = reply.text.strip()
@@ -286,11 +288,21 @@ async def _draft(
     """The model's draft, or an extracted one, with every citation checked in code."""
     draft, how = reply.text, "model" if reply.message is not None else "extractive"
     if how == "model" and draft.strip() and not MARKER.search(draft):
-        # no marker at all: the model says the sources do not answer; that is an abstention
-        trail.append(
-            step(state, "answer", "model_abstained", "the model found no answer in the sources")
-        )
-        draft, how = "", "abstained"
+        # no marker at all: each sentence is cited by the passage it quotes or is closest to,
+        # then checked like any cited sentence; only a draft that quotes nothing and says the
+        # sources do not answer is the model abstaining
+        cited, quoting, closest = cite_unmarked(draft, evidence)
+        if quoting or (closest and not says_no_answer(draft)):
+            trail.append(step(state, "answer", "model_draft_cited",
+                              f"the draft had no markers: {quoting} sentence(s) cited by the "
+                              f"passage they quote, {closest} by the closest passage, to be "
+                              "checked as every cited sentence is"))
+            draft = cited
+        elif says_no_answer(draft):
+            trail.append(
+                step(state, "answer", "model_abstained", "the model found no answer in the sources")
+            )
+            draft, how = "", "abstained"
     elif not draft:
         draft = extractive_draft(question, evidence)
         if state.get("language"):

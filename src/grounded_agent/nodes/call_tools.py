@@ -132,6 +132,7 @@ async def _choose_tools(
         tools=[t.as_openai_tool() for t in tools.values()],
         # the search itself keeps its time: a slow model must not make a source look down
         reserve=search_reserve(state, ctx),
+        max_tokens=ctx.judgement_max_tokens,
     )
 
 

@@ -53,7 +53,8 @@ async def prepare_question(
     if history and model is not None:
         # the new turn's budget (its deadline, no calls yet), not what the last turn left
         reply = await ask_model(
-            model, _condense(history, question), state=turn, ctx=ctx, fallback=FALLBACK
+            model, _condense(history, question), state=turn, ctx=ctx, fallback=FALLBACK,
+            max_tokens=ctx.rewrite_max_tokens,
         )
         usage.update(reply.usage)
         standalone = " ".join(reply.text.split())[:500]

@@ -51,7 +51,8 @@ async def reformulate_query(
             SystemMessage(ctx.reformulate_query_system_prompt),
             HumanMessage(REFORMULATE_QUERY_USER.format(question=question, queries="\n".join(tried))),
         ]
-        reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK)
+        reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
+                                max_tokens=ctx.rewrite_max_tokens)
         rewrite = re.sub(r"\s+", " ", reply.text).strip().strip('"')[:300]
         if reply.message is not None:
             how = "model"

@@ -143,7 +143,7 @@ class _Router:
         for _ in range(ROUTER_ROUNDS):
             reply = await ask_model(
                 model, messages, state=state, ctx=ctx, fallback=FALLBACK, tools=specs,
-                spent=self.usage, reserve=search_reserve(state, ctx),
+                spent=self.usage, reserve=search_reserve(state, ctx), max_tokens=ctx.judgement_max_tokens,
             )
             add_usage(self.usage, reply.usage)
             self.warnings += reply.warnings

@@ -13,8 +13,8 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
-from grounded_agent.schemas import Confidence, ConfidenceJudgement
-from grounded_agent.scoring import decisive, local_confidence
+from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
+from grounded_agent.scoring import decisive, judge_veto, local_confidence
 from grounded_agent.state import AgentState
 from grounded_agent.structured import structured_call
 
@@ -26,7 +26,7 @@ PARSE_TRIES = 2
 FALLBACK = Fallback(
     node="score_confidence",
     where="the confidence check",
-    instead="the local scorer judged the evidence",
+    instead="the evidence was judged as offline",
 )
 
 
@@ -38,15 +38,23 @@ async def score_confidence(
     evidence = list(state.get("evidence") or [])
     model = deps.model(ctx)
 
+    def vetted(conf: Confidence, among: list[Finding]) -> Confidence:
+        return judge_veto(question, among, conf, deps.get_judge(), ctx.judge_veto)
+
     def local() -> Confidence:
         # what reached the model only for the model to judge does not count without it
         kept = [e for e in evidence if e.score >= ctx.low_threshold]
-        return local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold)
+        return vetted(local_confidence(question, kept, ctx.found_threshold, ctx.low_threshold),
+                      kept)
 
     verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
-        return _done(state, conf, f"model call skipped: {why}", "deterministic")
+        checked = vetted(conf, evidence)
+        if checked is conf:
+            return _done(state, conf, f"model call skipped: {why}", "deterministic")
+        if model is None:  # offline the judge's doubt is final; a model judges it instead
+            return _done(state, checked, checked.reason, "judge")
     if model is None:
         conf = offline_verdict(local())
         return _done(state, conf, conf.reason, "local_scorer")
@@ -62,13 +70,15 @@ async def score_confidence(
         usage=usage,
         parse_tries=PARSE_TRIES,
     )
+    # without a usable judgement the outcome is the offline one for the same evidence: never a
+    # more confident one (what reached the model only for it to judge does not count either)
     if outcome.exhausted is not None:  # no warning: the trail says why the model was not asked
-        detail = f"model budget spent ({outcome.exhausted}); local scorer used"
-        return _done(state, local(), detail, "local_scorer", usage)
-    if outcome.failure is not None:
-        # a broken service is not asked again, and its failure is no judgement on the evidence
-        conf = without_the_model(local())
-        detail = f"model unreachable; local scorer: {conf.reason}"
+        conf = offline_verdict(local())
+        detail = f"model budget spent ({outcome.exhausted}); offline verdict: {conf.reason}"
+        return _done(state, conf, detail, "local_scorer", usage)
+    if outcome.failure is not None:  # a broken service is not asked again
+        conf = offline_verdict(local())
+        detail = f"model unreachable; offline verdict: {conf.reason}"
         warnings, _ = FALLBACK.report(state, failure=outcome.failure)
         return {**_done(state, conf, detail, "local_scorer", usage), "warnings": warnings}
     parsed = outcome.parsed
@@ -77,12 +87,9 @@ async def score_confidence(
         conf = Confidence(level=parsed.level, reason=parsed.reason, can_answer=can_answer)
         return _done(state, conf, parsed.reason, "model", usage)
     log.warning("confidence output could not be read (%s)", ", ".join(outcome.tried))
-    conf = Confidence(
-        level="LOW",
-        can_answer=False,
-        reason="the confidence judgement could not be read; treated as LOW",
-    )
-    return _done(state, conf, conf.reason, "unparseable", usage)
+    conf = offline_verdict(local())
+    detail = f"the confidence judgement could not be read; offline verdict: {conf.reason}"
+    return _done(state, conf, detail, "unparseable", usage)
 
 
 def _messages(state: AgentState, ctx: Context, question: str, usable: int) -> list[Any]:
@@ -102,19 +109,6 @@ def offline_verdict(conf: Confidence) -> Confidence:
     if conf.level != "LOW":
         return conf
     return Confidence(level="NOT_RELEVANT", reason=f"{conf.reason}; no better wording offline")
-
-
-def without_the_model(conf: Confidence) -> Confidence:
-    """The local verdict when the model that should have judged failed: usable evidence that the
-    local scorer would only call LOW is answered with a caveat, because a failed judgement
-    establishes no absence (and re-asking a broken service only adds failures)."""
-    if conf.level != "LOW":
-        return conf
-    return Confidence(
-        level="MEDIUM",
-        can_answer=True,
-        reason=f"{conf.reason}; the model could not judge, so the evidence is given with a caveat",
-    )
 
 
 def _done(

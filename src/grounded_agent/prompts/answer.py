@@ -39,6 +39,15 @@ TRANSLATE_ANSWER_USER = """\
 </answer>
 """
 
+NO_ANSWER_PATTERN = (
+    r"\b(?:(?:do|does|did)(?:\s+not|n['’]t)|cannot|can['’]?t|could\s+not|couldn['’]t|unable\s+to"
+    r"|is\s+not|isn['’]t|are\s+not|aren['’]t|no)\b[^.!?\n]{0,60}?"
+    r"\b(?:contain|answer|mention|say|state|provide|include|specify|information|found|find"
+    r"|determine|available)"
+)
+"""How a draft without markers says the sources do not answer (the rule in ANSWER_SYSTEM):
+"The sources do not contain the answer", "I cannot find this", "No information is given"."""
+
 CAVEAT_TEXT = "Note: the evidence found only partly matches the question; check the cited sources."
 STALE_TEXT = "Note: a cited source is older than {days} days ({sources}); it may be out of date."
 NOT_FOUND_TEXT = (

@@ -1,0 +1,215 @@
+"""Offline mode against a real small model (scripts/local_model.py) on the project knowledge bases.
+
+    python benchmarks/bench_local_model.py [--engine llama-server|llama-cpp-python]
+        [--base-url URL] [--kb-dir benchmarks/kbs/NAME ...] [--per-kind N] [--seed 0]
+        [--no-offline] [--json]
+
+For each knowledge base, `python -m evals --kb-dir ... --systems full_graph --json` runs as a
+subprocess offline and then with OPENAI_BASE_URL pointing at the local model (started here with
+`scripts/local_model.py serve`, or the server at --base-url). With --per-kind N, every run asks
+the same N questions of each kind (seeded sample) instead of all of them: a real 0.5B model on
+two cores takes about 10-30 s a question.
+
+The table, per knowledge base and mode: answerable questions correct / abstained / wrong (wrong
+citation or answer, or answered where it should abstain), near-miss (unanswerable_in_kb_topic) and
+off-topic (out_of_kb) questions abstained, model calls per question (mean and worst), seconds per
+question (the run's wall clock over its questions), and the server's HTTP 500s during the run
+(llama-server's log, when this script started it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("answerable", "unanswerable_in_kb_topic", "out_of_kb")
+
+
+@contextmanager
+def local_server(engine: str, log: Path) -> Iterator[tuple[str, str]]:
+    """(base URL, model name) of a server started with scripts/local_model.py serve."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "local_model.py"), "serve", "--engine", engine,
+         "--log", str(log)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().strip()
+        name_line = proc.stdout.readline().strip()
+        if not base_url.startswith("http"):
+            raise SystemExit(f"the local model did not start (exit {proc.wait()})")
+        yield base_url, name_line.split("=", 1)[1]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def sampled_kb(kb: Path, per_kind: int | None, seed: int, into: Path) -> Path:
+    """A knowledge-base folder with the same documents and the sampled questions."""
+    rows = [json.loads(line) for line in (kb / "questions.jsonl").read_text().splitlines()
+            if line.strip()]
+    if per_kind is not None:
+        rng = random.Random(seed)
+        chosen = []
+        for kind in KINDS:
+            of_kind = [r for r in rows if r["kind"] == kind]
+            chosen += rng.sample(of_kind, min(per_kind, len(of_kind)))
+        rows = chosen
+    out = into / kb.name
+    out.mkdir(parents=True)
+    (out / "docs").symlink_to((kb / "docs").resolve())
+    (out / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out
+
+
+def run_eval(kb: Path, env: dict[str, str], offline: bool, limits: list[str]) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "evals", "--kb-dir", str(kb), "--systems", "full_graph",
+           "--json", "--no-plots", "--concurrency", "1"]
+    if offline:
+        cmd.append("--offline")
+    else:
+        cmd += limits
+    started = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"evals failed on {kb.name}:\n{done.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(done.stdout)
+    report["wall_seconds"] = time.perf_counter() - started
+    return report
+
+
+def row(kb: str, mode: str, report: dict[str, Any], http_500: int | None) -> dict[str, Any]:
+    by_kind = report["systems"]["full_graph"]["by_kind"]
+    ans = by_kind.get("answerable", {})
+    counts = ans.get("counts", {})
+    n_ans = ans.get("n", 0)
+    n = sum(k.get("n", 0) for k in by_kind.values())
+
+    def abstained(kind: str) -> float | None:
+        k = by_kind.get(kind)
+        return None if not k else k["counts"]["abstained"] / k["n"]
+
+    calls = [k["llm_calls_mean"] * k["n"] for k in by_kind.values() if k.get("n")]
+    return {
+        "kb": kb, "mode": mode, "answerable": n_ans,
+        "correct": counts.get("correct", 0) / n_ans if n_ans else None,
+        "abstained": counts.get("abstained", 0) / n_ans if n_ans else None,
+        "wrong": (counts.get("wrong", 0) + counts.get("hallucinated", 0)) / n_ans if n_ans else None,
+        "near_miss_abstained": abstained("unanswerable_in_kb_topic"),
+        "off_topic_abstained": abstained("out_of_kb"),
+        "calls_mean": sum(calls) / n if n else None,
+        "calls_max": max((k.get("llm_calls_max") or 0 for k in by_kind.values()), default=0),
+        "seconds_per_question": report["meta"].get("run_seconds", report["wall_seconds"]) / n
+        if n else None,
+        "http_500": http_500,
+        "questions": n,
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    head = ("kb", "mode", "ans n", "correct", "abst.", "wrong", "near-miss abst.",
+            "off-topic abst.", "calls/q", "max", "s/q", "HTTP 500")
+    print(" | ".join(head))
+    print(" | ".join("---" for _ in head))
+    for r in rows:
+        print(" | ".join([
+            r["kb"], r["mode"], str(r["answerable"]), _pct(r["correct"]), _pct(r["abstained"]),
+            _pct(r["wrong"]), _pct(r["near_miss_abstained"]), _pct(r["off_topic_abstained"]),
+            f"{r['calls_mean']:.2f}", str(r["calls_max"]), f"{r['seconds_per_question']:.1f}",
+            "-" if r["http_500"] is None else str(r["http_500"]),
+        ]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--engine", choices=("llama-server", "llama-cpp-python"),
+                        default="llama-server")
+    parser.add_argument("--base-url", default=None, help="a server already running (with "
+                        "--model-name); default: start the local model")
+    parser.add_argument("--model-name", default=None)
+    parser.add_argument("--kb-dir", type=Path, action="append", default=None)
+    parser.add_argument("--per-kind", type=int, default=None,
+                        help="questions of each kind per knowledge base (default: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-offline", action="store_true", help="skip the offline runs")
+    parser.add_argument("--json", action="store_true", help="rows as JSON lines on stdout")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds per question (default: Context's, 45)")
+    parser.add_argument("--model-timeout", type=float, default=None,
+                        help="seconds per model call (default: Context's, 20); a loaded "
+                        "machine needs more to measure the model rather than the load")
+    args = parser.parse_args(argv)
+    limits = [*(["--time-budget", str(args.time_budget)] if args.time_budget else []),
+              *(["--model-timeout", str(args.model_timeout)] if args.model_timeout else [])]
+    kbs = args.kb_dir or sorted(p for p in (ROOT / "benchmarks" / "kbs").iterdir() if p.is_dir())
+    base_env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GROUNDED_AGENT_MODEL"):
+        base_env.pop(key, None)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-local-model-") as tmp:
+        work = Path(tmp)
+        sampled = [sampled_kb(kb, args.per_kind, args.seed, work / "kbs") for kb in kbs]
+        if not args.no_offline:
+            for kb in sampled:
+                rows.append(row(kb.name, "offline", run_eval(kb, base_env, True, []), None))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        log = work / "server.log"
+        if args.base_url:
+            server: Any = _given(args.base_url, args.model_name or "local")
+        else:
+            server = local_server(args.engine, log)
+        with server as (base_url, model_name):
+            env = {**base_env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "local",
+                   "GROUNDED_AGENT_MODEL": model_name}
+            mode = args.engine if not args.base_url else "given server"
+            if limits:
+                mode += " (" + " ".join(limits).replace("--", "") + ")"
+            for kb in sampled:
+                before = _count_500(log)
+                report = run_eval(kb, env, False, limits)
+                after = _count_500(log)
+                http_500 = None if before is None or after is None else after - before
+                rows.append(row(kb.name, mode, report, http_500))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+    else:
+        print_table(rows)
+    return 0
+
+
+@contextmanager
+def _given(base_url: str, name: str) -> Iterator[tuple[str, str]]:
+    yield base_url, name
+
+
+def _count_500(log: Path) -> int | None:
+    """HTTP 500 replies the server logged (llama-server writes one line per request)."""
+    if not log.is_file():
+        return None
+    text = log.read_text(errors="replace")
+    return sum(1 for line in text.splitlines() if " 500" in line and "/v1/chat" in line)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The agent with a real small model (Qwen2.5-Coder-0.5B-Instruct) served by llama.cpp's
+llama-server, and by llama-cpp-python where that is built: `scripts/local_model.py serve`, the
+sample knowledge base ingested by the real CLI, then the CLI, the Python API and the endpoint.
+
+Skipped unless GROUNDED_AGENT_TEST_LOCAL_MODEL=1 and `make local-model` has built the server and
+the model (`make test-local` does both, then runs this file). What is asserted holds for any competent model, not one reply's
+words: an answerable question is answered with the right document cited and its figure in the
+answer, a question the knowledge base cannot answer is not answered, no call failed or timed out
+(no `model_unavailable`), and the server answered no request with HTTP 500.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import ROOT, child_env, free_port
+
+pytestmark = [
+    pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model,
+    # minutes on two cores: run by `make test-local`, not by every `pytest` on a machine that
+    # happens to have the model built
+    pytest.mark.skipif(os.environ.get("GROUNDED_AGENT_TEST_LOCAL_MODEL") != "1",
+                       reason="set GROUNDED_AGENT_TEST_LOCAL_MODEL=1 (make test-local)"),
+]
+
+SCRIPT = ROOT / "scripts" / "local_model.py"
+GROUNDED_AGENT = Path(sys.executable).parent / "grounded-agent"
+ANSWERED = ("answered", "answered_with_caveat")
+PRICE = ("How much does the Pro plan cost per user per month?", "lumenary-pricing", "29")
+OFF_TOPIC = "What is the boiling point of mercury?"
+
+
+def _script() -> Any:
+    spec = importlib.util.spec_from_file_location("local_model", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LOCAL = _script()
+
+
+@pytest.fixture(scope="module", params=LOCAL.ENGINES)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """`local_model.py serve` for one engine: its base URL, model name and log."""
+    engine = str(request.param)
+    why = LOCAL.ready(engine)
+    if why is not None:
+        pytest.skip(why)
+    log = tmp_path_factory.mktemp(f"local-{engine}") / "server.log"
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "serve", "--engine", engine, "--log", str(log)],
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(
+        target=lambda: lines.extend(proc.stdout.readline() for _ in range(2))  # type: ignore[union-attr]
+    )
+    reader.start()
+    reader.join(timeout=180)
+    try:
+        assert len(lines) == 2 and lines[0].startswith("http://127.0.0.1:"), (lines, _tail(log))
+        name = lines[1].strip().split("=", 1)[1]
+        yield {"engine": engine, "base_url": lines[0].strip(), "model": name, "log": log}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-2000:] if log.is_file() else ""
+
+
+def env_for(home: Path, server: dict[str, Any]) -> dict[str, str]:
+    return {**child_env(home), "OPENAI_BASE_URL": server["base_url"],
+            "OPENAI_API_KEY": "local", "GROUNDED_AGENT_MODEL": server["model"]}
+
+
+def http_500s(server: dict[str, Any]) -> list[str]:
+    text = server["log"].read_text(errors="replace") if server["log"].is_file() else ""
+    return [line for line in text.splitlines() if " 500" in line and "chat/completions" in line]
+
+
+def kinds(out: dict[str, Any]) -> list[str]:
+    return [w["kind"] for w in out["warnings"]]
+
+
+def check_answered(out: dict[str, Any], source_id: str, figure: str) -> None:
+    assert out["status"] in ANSWERED, (out["answer"], out["trail"])
+    assert out["citations"] and out["citations"][0]["source_id"] == source_id, out["citations"]
+    assert figure in out["answer"], out["answer"]
+    assert "model_unavailable" not in kinds(out), out["warnings"]
+
+
+def test_the_python_api_answers_and_abstains(ingested_home: Path, server: dict[str, Any]) -> None:
+    script = (
+        "import json, sys; from grounded_agent import ask\n"
+        "for q in sys.argv[1:]:\n"
+        "    print(json.dumps(ask(q).model_dump(mode='json')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, PRICE[0], OFF_TOPIC],
+        env=env_for(ingested_home, server), cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    price, off = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
+    check_answered(price, PRICE[1], PRICE[2])
+    assert price["usage"]["llm_calls"] >= 1  # the model was asked, not bypassed
+    assert off["status"] == "not_found" and not off["citations"], off["answer"]
+    assert http_500s(server) == []
+
+
+def test_the_cli_answers_through_the_local_model(
+    ingested_home: Path, server: dict[str, Any]
+) -> None:
+    done = subprocess.run(
+        [str(GROUNDED_AGENT), "ask", PRICE[0], "--json"],
+        env=env_for(ingested_home, server), cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    check_answered(json.loads(done.stdout), PRICE[1], PRICE[2])
+    assert http_500s(server) == []
+
+
+def test_the_endpoint_answers_through_the_local_model(
+    ingested_home: Path, server: dict[str, Any], tmp_path: Path
+) -> None:
+    from tests.e2e.test_llm_http import start_server, stop_server
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (tmp_path / "serve.log").open("w+") as log:
+        proc = start_server([str(GROUNDED_AGENT), "serve", "--port", str(port)],
+                            env_for(ingested_home, server), url, "/healthz", log)
+        try:
+            r = httpx.post(f"{url}/agent/invoke", json={"input": {"question": PRICE[0]}},
+                           timeout=300)
+        finally:
+            stop_server(proc)
+    assert r.status_code == 200, r.text
+    check_answered(r.json()["output"], PRICE[1], PRICE[2])
+    assert http_500s(server) == []
