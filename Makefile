@@ -86,4 +86,4 @@ local-model:
 
 # The end-to-end tests against that model (CLI, API, endpoint).
 test-local: dev local-model
-	$(BIN)/pytest -m local_model tests/e2e/test_local_model.py
+	GROUNDED_AGENT_TEST_LOCAL_MODEL=1 $(BIN)/pytest -m local_model tests/e2e/test_local_model.py

@@ -77,11 +77,13 @@ def sampled_kb(kb: Path, per_kind: int | None, seed: int, into: Path) -> Path:
     return out
 
 
-def run_eval(kb: Path, env: dict[str, str], offline: bool) -> dict[str, Any]:
+def run_eval(kb: Path, env: dict[str, str], offline: bool, limits: list[str]) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "evals", "--kb-dir", str(kb), "--systems", "full_graph",
            "--json", "--no-plots", "--concurrency", "1"]
     if offline:
         cmd.append("--offline")
+    else:
+        cmd += limits
     started = time.perf_counter()
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -150,7 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-offline", action="store_true", help="skip the offline runs")
     parser.add_argument("--json", action="store_true", help="rows as JSON lines on stdout")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds per question (default: Context's, 45)")
+    parser.add_argument("--model-timeout", type=float, default=None,
+                        help="seconds per model call (default: Context's, 20); a loaded "
+                        "machine needs more to measure the model rather than the load")
     args = parser.parse_args(argv)
+    limits = [*(["--time-budget", str(args.time_budget)] if args.time_budget else []),
+              *(["--model-timeout", str(args.model_timeout)] if args.model_timeout else [])]
     kbs = args.kb_dir or sorted(p for p in (ROOT / "benchmarks" / "kbs").iterdir() if p.is_dir())
     base_env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GROUNDED_AGENT_MODEL"):
@@ -161,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         sampled = [sampled_kb(kb, args.per_kind, args.seed, work / "kbs") for kb in kbs]
         if not args.no_offline:
             for kb in sampled:
-                rows.append(row(kb.name, "offline", run_eval(kb, base_env, offline=True), None))
+                rows.append(row(kb.name, "offline", run_eval(kb, base_env, True, []), None))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         log = work / "server.log"
         if args.base_url:
@@ -172,9 +181,11 @@ def main(argv: list[str] | None = None) -> int:
             env = {**base_env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "local",
                    "GROUNDED_AGENT_MODEL": model_name}
             mode = args.engine if not args.base_url else "given server"
+            if limits:
+                mode += " (" + " ".join(limits).replace("--", "") + ")"
             for kb in sampled:
                 before = _count_500(log)
-                report = run_eval(kb, env, offline=False)
+                report = run_eval(kb, env, False, limits)
                 after = _count_500(log)
                 http_500 = None if before is None or after is None else after - before
                 rows.append(row(kb.name, mode, report, http_500))

