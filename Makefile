@@ -44,6 +44,7 @@ demo: setup
 lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy src evals
+	$(BIN)/lint-imports
 
 test: dev lint
 	$(BIN)/pytest

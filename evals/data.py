@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -96,6 +98,16 @@ class EvalSet:
             yield from read_jsonl(self.kb_path)
 
 
+
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """Lower case, accents folded, every run of punctuation or whitespace one space."""
+    folded = unicodedata.normalize("NFKD", text)
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return " ".join(_NON_WORD.sub(" ", folded.lower()).split())
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     out = []
     with path.open(encoding="utf-8") as fh:
@@ -146,7 +158,6 @@ def load_jsonl_set(questions: Path, kb: Path) -> EvalSet:
 
 
 def _contains(text_norm: str, answer: str) -> bool:
-    from evals.grading import normalise
 
     needle = normalise(answer)
     return bool(needle) and f" {needle} " in text_norm
@@ -177,7 +188,6 @@ def load_swapped_set(data_dir: Path) -> EvalSet:
         if not p.exists():
             raise EvalDataError(f"{what} file {p} not found: the swapped set is built from "
                                 f"questions.jsonl and heldout_corpus.jsonl in {data_dir}")
-    from evals.grading import normalise
 
     paragraphs = {str(d.get("doc_id")): f" {normalise(str(d.get('text') or ''))} "
                   for d in read_jsonl(heldout)}
@@ -264,7 +274,6 @@ def load_kb_dir(kb_dir: Path) -> EvalSet:
         if not p.exists():
             raise EvalDataError(f"{what} {p} not found: a project KB folder holds docs/*.md and "
                                 "questions.jsonl (see benchmarks/README.md)")
-    from evals.grading import normalise
 
     docs = read_kb_dir_docs(docs_dir)
     if not docs:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from evals.data import KINDS, NOTES, EvalQuestion
+from evals.data import normalise as normalise  # re-exported: grading's words
 
 ANSWERED_STATUSES = frozenset({"answered", "answered_with_caveat", "partial"})
 ABSTAINED_STATUSES = frozenset({"not_found", "unavailable"})
@@ -34,14 +34,6 @@ Outcome = Literal["correct", "abstained", "wrong", "hallucinated"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "abstained", "wrong", "hallucinated")
 
 _MARKER = re.compile(r"\[\d{1,3}\]")
-_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def normalise(text: str) -> str:
-    """Lower case, accents folded, every run of punctuation or whitespace one space."""
-    folded = unicodedata.normalize("NFKD", text)
-    folded = "".join(c for c in folded if not unicodedata.combining(c))
-    return " ".join(_NON_WORD.sub(" ", folded.lower()).split())
 
 
 def contains_answer(answer: str, golds: Iterable[str]) -> bool:

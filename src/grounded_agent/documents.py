@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from grounded_agent.errors import InvalidQuestion
+
 DocumentSort = Literal["newest", "oldest", "relevance"]
 SORTS: tuple[DocumentSort, ...] = ("newest", "oldest", "relevance")
 
@@ -197,7 +199,6 @@ class DocumentList(BaseModel):
 def parse_query(raw: DocumentQuery | dict[str, Any] | None = None, **overrides: Any) -> DocumentQuery:
     """A validated query from a mapping (or a query) plus keyword overrides; raises
     InvalidQuestion with one sentence per problem, safe to show."""
-    from grounded_agent.schemas import InvalidQuestion
 
     base = raw.model_dump(exclude_none=True) if isinstance(raw, DocumentQuery) else dict(raw or {})
     base.update({k: v for k, v in overrides.items() if v is not None})

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grounded_agent.documents import DocumentList, DocumentQuery
+from grounded_agent.errors import InvalidQuestion as InvalidQuestion
 
 SourceName = Literal["knowledge_base", "wikipedia", "web"]
 SOURCE_NAMES: tuple[SourceName, ...] = ("knowledge_base", "wikipedia", "web")
@@ -347,9 +348,6 @@ class AgentResult(BaseModel):
 
 MAX_QUESTION_CHARS = 4000
 
-
-class InvalidQuestion(ValueError):
-    """Input the agent refuses before any model or tool call; the message is safe to show."""
 
 
 MAX_LANGUAGE_CHARS = 40

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.blocking import run_blocking
-from grounded_agent.display import shown_documents
-from grounded_agent.documents import DocumentList, DocumentQuery, listing_text, parse_query
+from grounded_agent.documents import DocumentQuery, parse_query
 from grounded_agent.schemas import AgentResult
+from grounded_agent.store.pages import read_page
+from grounded_agent.store.pages import search_fields as search_fields  # re-exported
 
 if TYPE_CHECKING:
     from grounded_agent.store import KnowledgeStore
@@ -29,58 +30,6 @@ KEPT_FROM_ANSWER = (
     "warnings", "coverage_limited",
 )
 """What a page of a combined result keeps from the answer of its first page."""
-
-
-def search_fields(
-    query: DocumentQuery, documents: DocumentList | None, error_kind: str | None = None
-) -> dict[str, Any]:
-    """The result fields of a document search (a page, or a failed read): the same for the
-    Python API, the CLI, the endpoint and the graph's search node."""
-    norm = query.normalised()
-    if documents is None:
-        kind = error_kind or "unknown"
-        return {
-            "result_type": "search",
-            "status": "unavailable",
-            "answer": "The knowledge base could not be searched "
-            f"({kind}); nothing is known about which documents match.",
-            "documents": None,
-            "search": norm.model_dump(mode="json"),
-            "sources": [{"source": "knowledge_base", "status": "error",
-                         "coverage": "unavailable", "error_kind": kind, "finding_count": None}],
-        }
-    # titles and snippets are the documents' text: neutralised like every answer (display.py)
-    documents = DocumentList.model_validate(shown_documents(documents.model_dump(mode="json")))
-    return {
-        "result_type": "search",
-        "status": "answered" if documents.total_items else "not_found",
-        "answer": listing_text(norm, documents),
-        "documents": documents.model_dump(mode="json"),
-        "search": norm.model_dump(mode="json"),
-        "sources": [{"source": "knowledge_base",
-                     "status": "found" if documents.total_items else "not_found",
-                     "coverage": "complete", "error_kind": None,
-                     "finding_count": documents.total_items}],
-    }
-
-
-def error_kind_of(exc: Exception) -> str:
-    """A store failure as an error kind a user may see (the detail goes to the log)."""
-    from grounded_agent.store.errors import StoreTimeout
-
-    log.warning("document search failed: %s", exc)
-    return "timeout" if isinstance(exc, StoreTimeout | TimeoutError) else "unavailable"
-
-
-async def read_page(store: KnowledgeStore, query: DocumentQuery) -> dict[str, Any]:
-    """One page as result fields; a store that fails gives `unavailable`, never an empty page."""
-    from grounded_agent.store.errors import StoreError
-
-    try:
-        documents = await store.asearch_documents(query)
-    except (StoreError, TimeoutError) as exc:
-        return search_fields(query, None, error_kind_of(exc))
-    return search_fields(query, documents)
 
 
 def _query(

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from grounded_agent.context import MAX_ATTEMPTS
+from grounded_agent.nodes._common import is_repeat
 
 
 def can_requery(state: Mapping[str, Any]) -> bool:
@@ -36,12 +37,6 @@ def route_after_confidence(state: Mapping[str, Any]) -> Literal["reformulate_que
     return (
         "answer"  # HIGH/MEDIUM answer; NOT_RELEVANT short-circuits: no rewrite finds a missing doc
     )
-
-
-def is_repeat(query: str, tried: list[str]) -> bool:
-    """A query that only differs from a tried one in case and spacing."""
-    norm = " ".join(query.lower().split())
-    return any(norm == " ".join(t.lower().split()) for t in tried)
 
 
 def route_after_reformulation(state: Mapping[str, Any]) -> Literal["call_tools", "answer"]:

@@ -81,3 +81,10 @@ def final_outcomes(state: Mapping[str, Any]) -> dict[str, ToolOutcome]:
         if held is None or _RANK[outcome.status] >= _RANK[held.status]:
             best[outcome.source] = outcome
     return best
+
+
+def is_repeat(query: str, tried: list[str]) -> bool:
+    """A query that only differs from a tried one in case and spacing (the reformulation node
+    and its outgoing edge ask the same thing)."""
+    norm = " ".join(query.lower().split())
+    return any(norm == " ".join(t.lower().split()) for t in tried)

@@ -11,9 +11,8 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.graph.routing import is_repeat
 from grounded_agent.model_calls import Fallback, ask_model
-from grounded_agent.nodes._common import ctx_of, nonempty, step
+from grounded_agent.nodes._common import ctx_of, is_repeat, nonempty, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
 from grounded_agent.state import AgentState
 from grounded_agent.text import STOPWORDS, tokens

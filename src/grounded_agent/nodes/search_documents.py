@@ -16,8 +16,8 @@ from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.documents import DocumentQuery, no_selection_text
 from grounded_agent.nodes._common import step
-from grounded_agent.search_api import read_page
 from grounded_agent.state import AgentState
+from grounded_agent.store.pages import read_page
 
 
 async def search_documents(
