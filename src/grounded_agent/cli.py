@@ -405,6 +405,22 @@ def _size(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
 
 
+def _embedded_counts(store: Any) -> tuple[int | None, int | None]:
+    """(documents, chunks) of the knowledge base, without creating its table when there is
+    none yet (a status command writes nothing): 0 and 0 then."""
+    import psycopg
+
+    try:
+        with psycopg.connect(store.database_url(), connect_timeout=5) as conn:
+            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (store.table_name,)).fetchone()
+    except psycopg.Error:
+        return None, None
+    if not row or not row[0]:
+        return 0, 0
+    health = store.healthcheck()
+    return health.documents, health.chunks
+
+
 def cmd_db(args: argparse.Namespace) -> int:
     """The database's life cycle: `db status` (never starts a server) and `db stop`."""
     from grounded_agent.store import StoreSettings, open_store
@@ -450,8 +466,7 @@ def cmd_db(args: argparse.Namespace) -> int:
     status = embedded_status(settings.home)
     documents = chunks = None
     if status.running:
-        health = open_store(settings).healthcheck()
-        documents, chunks = health.documents, health.chunks
+        documents, chunks = _embedded_counts(open_store(settings))
     socket = (status.socket_dir / f".s.PGSQL.{status.port}"
               if status.socket_dir and status.port else None)
     info = {"backend": "embedded", "running": status.running, "pid": status.pid,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -80,6 +81,14 @@ def test_db_status_and_stop(home: Path, fault: Any) -> None:
     assert up["pid"] in postmasters_of(home / "pgdata"), up
     assert up["port"] == 5432 and up["socket"].endswith(".s.PGSQL.5432"), up
     assert up["size_bytes"] > 10 * 2**20 and up["documents"] == 0, up
+    with psycopg.connect(ensure_embedded_server(home)) as conn:  # status wrote nothing
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+        assert tables.fetchone() == (0,)
+    store = open_store(StoreSettings.from_env())
+    store.ensure_schema()  # a knowledge base with its table: counted by the health check
+    code, out, _ = run_cli("db", "status", "--json")
+    store.close()
+    assert json.loads(out)["documents"] == 0 and json.loads(out)["chunks"] == 0, out
     code, text, _ = run_cli("db", "status")
     assert "embedded PostgreSQL: running" in text and "grounded-agent db stop" in text, text
     code, out, err = run_cli("db", "stop")
