@@ -159,6 +159,8 @@ def test_two_workers_on_an_external_postgres(tmp_path: Path, fault: Any) -> None
     responses = first.text + second.text + third.text
     assert leaked == [] and password not in responses
     assert " INFO " in logs_text["worker-a.log"]  # -v: the check covers a chatty log too
+    assert " INFO " not in logs_text["worker-b.log"]  # a plain serve logs warnings only
+    assert "serving on http://127.0.0.1:" in logs_text["worker-b.log"]
     took = time.monotonic() - started
     row.record(
         saw=f"ingest 1 document; turn 1 on worker A: {out[0]['status']}, turn 2 on worker B: "
