@@ -95,6 +95,10 @@ def _line(line: str, withheld: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", out)
 
 
+PASSES = 8
+"""Passes of the cut before the last resort (real text settles in one or two)."""
+
+
 def neutral(
     text: str | None, *, urls: Collection[str] = (), markers: int = 0, withheld: str = ""
 ) -> str:
@@ -104,12 +108,14 @@ def neutral(
     instruction-like sentence (an answer drops it silently, a note says so). Stable: what it
     returns passes it unchanged (a cut can join pieces into something to cut again)."""
     out = text or ""
-    for _ in range(4):
+    for _ in range(PASSES):
         again = _once(out, urls, markers, withheld)
         if again == out:
-            break
+            return out
         out = again
-    return out
+    # still changing (each pass may cut one of a run of nested brackets): no angle bracket is
+    # worth that, and without them nothing is left for a further pass to cut
+    return _once(out.replace("<", " ").replace(">", " "), urls, markers, withheld)
 
 
 def _once(text: str, urls: Collection[str], markers: int, withheld: str) -> str:
@@ -118,7 +124,8 @@ def _once(text: str, urls: Collection[str], markers: int, withheld: str) -> str:
         cut = _cut_markup(line, urls, markers)
         needs = cut != line or any(looks_like_instruction(p) for p in _SENTENCE_SPLIT.split(line))
         out.append(_line(cut, withheld) if needs else line)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+    # what is left of a Markdown link's "](" once its parts were cut is no link either
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).replace("](", "] (").strip()
 
 
 def neutral_field(text: str | None, *, fallback: str = "", urls: Collection[str] = ()) -> str:

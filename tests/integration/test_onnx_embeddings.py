@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,15 +99,14 @@ def test_fp32_onnx_and_torch_share_a_table_int8_has_its_own() -> None:
     assert names["onnx"] == names["torch"] != names["onnx-int8"]
 
 
-def test_export_is_cached_and_reused(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path, _ = oe.ensure_export(cache, "fp32", threads=1)
+def test_export_is_cached_and_reused(cache: Path) -> None:
+    path, _ = oe.ensure_export(cache, "fp32", threads=1, build=onnx_export.build)
     stamp = path.stat().st_mtime_ns
 
     def no_rebuild(*_: object, **__: object) -> None:
         raise AssertionError("a valid export was rebuilt")
 
-    monkeypatch.setattr(onnx_export, "build", no_rebuild)
-    again, session = oe.ensure_export(cache, "fp32", threads=1)
+    again, session = oe.ensure_export(cache, "fp32", threads=1, build=no_rebuild)
     assert again == path and path.stat().st_mtime_ns == stamp
     assert session.get_outputs()[0].name == "sentence_embedding"
 
@@ -114,7 +114,7 @@ def test_export_is_cached_and_reused(cache: Path, monkeypatch: pytest.MonkeyPatc
 @pytest.fixture
 def copied_cache(cache: Path, tmp_path: Path) -> Path:
     """A private copy of a good export, to break."""
-    oe.ensure_export(cache, "fp32", threads=1)
+    oe.ensure_export(cache, "fp32", threads=1, build=onnx_export.build)
     target = tmp_path / "models"
     shutil.copytree(cache / EXPORT_DIR, target / EXPORT_DIR, ignore=shutil.ignore_patterns(".*"))
     (target / EXPORT_DIR / FILES["int8"]).unlink(missing_ok=True)
@@ -163,7 +163,6 @@ def test_broken_export_is_rebuilt_with_a_log_line(
     copied_cache: Path,
     cache: Path,
     how: str,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Every way an export can be wrong is noticed, said in the log, and rebuilt. The rebuild
@@ -177,14 +176,22 @@ def test_broken_export_is_rebuilt_with_a_log_line(
         for name in (FILES["fp32"], data_file("fp32"), MANIFEST):
             shutil.copy2(cache / EXPORT_DIR / name, target / name)
 
-    monkeypatch.setattr(onnx_export, "build", restore)
     with caplog.at_level(logging.WARNING, logger="grounded_agent.store.onnx_embeddings"):
-        path, _ = oe.ensure_export(copied_cache, "fp32", threads=1)
+        path, _ = oe.ensure_export(copied_cache, "fp32", threads=1, build=restore)
     assert calls == [directory]
     line = " ".join(r.getMessage() for r in caplog.records)
     assert EXPECTED_REASON[how] in line, line
     assert ("exporting" if how == "no manifest" else "rebuilding") in line
     assert path == directory / FILES["fp32"]
+
+
+def test_without_a_builder_a_broken_export_is_an_error_naming_the_command(
+    copied_cache: Path,
+) -> None:
+    """The runtime never imports the exporter (torch): whoever may rebuild passes it in."""
+    _break(copied_cache / EXPORT_DIR, "garbage of the same size")
+    with pytest.raises(oe.ExportError, match=re.escape("python -m grounded_agent.store.onnx_export")):
+        oe.ensure_export(copied_cache, "fp32", threads=1)
 
 
 @pytest.mark.slow
@@ -193,7 +200,7 @@ def test_rebuild_for_real(copied_cache: Path, caplog: pytest.LogCaptureFixture) 
     directory = copied_cache / EXPORT_DIR
     _break(directory, "garbage of the same size")
     with caplog.at_level(logging.WARNING):
-        model = OnnxEmbeddings(copied_cache, threads=2)
+        model = OnnxEmbeddings(copied_cache, threads=2, build=onnx_export.build)
     assert any("rebuilding" in r.getMessage() for r in caplog.records)
     manifest = json.loads((directory / MANIFEST).read_text())
     assert manifest["files"]["fp32"]["worst_cosine_to_torch"] > 0.99999
@@ -204,7 +211,8 @@ def test_rebuild_for_real(copied_cache: Path, caplog: pytest.LogCaptureFixture) 
 
 @pytest.mark.slow
 def test_int8_variant_is_close_but_its_own_model(copied_cache: Path) -> None:
-    int8 = OnnxEmbeddings(copied_cache, variant="int8", threads=2, model_id=LOCAL_INT8_MODEL_ID)
+    int8 = OnnxEmbeddings(copied_cache, variant="int8", threads=2, model_id=LOCAL_INT8_MODEL_ID,
+                          build=onnx_export.build)
     fp32 = OnnxEmbeddings(copied_cache, threads=2)
     cos = _cosines(int8.embed_documents(SENTENCES), fp32.embed_documents(SENTENCES))
     assert cos.min() > 0.95 and cos.max() < 0.99999  # close, not the same vectors

@@ -47,6 +47,7 @@ def local_embeddings(settings: StoreSettings | None = None) -> Embeddings:
 def onnx_embeddings(settings: StoreSettings) -> Embeddings:
     """all-MiniLM-L6-v2 on ONNX Runtime, exported on first use (torch only then)."""
     from grounded_agent.store.onnx_embeddings import OnnxEmbeddings, Variant
+    from grounded_agent.store.onnx_export import build
 
     variant: Variant = "int8" if settings.local_backend == "onnx-int8" else "fp32"
     key = (str(settings.models_dir), variant, settings.embed_threads)
@@ -58,6 +59,7 @@ def onnx_embeddings(settings: StoreSettings) -> Embeddings:
                 variant=variant,
                 threads=settings.embed_threads,
                 model_id=local_model_id(settings.local_backend),
+                build=build,  # exported on first use, and again if the cache breaks
             )
             _onnx_models[key] = model
         return model

@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,10 +202,17 @@ def _export_lock(directory: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+Builder = Callable[[Path, Variant], None]
+"""Makes the export of a variant in a directory (onnx_export.build: torch, so passed in by whoever
+may pay for it, and this module never imports the exporter)."""
+
+
 def ensure_export(
-    cache: Path, variant: Variant = "fp32", threads: int = 2, tok: Tokenizer | None = None
+    cache: Path, variant: Variant = "fp32", threads: int = 2, tok: Tokenizer | None = None,
+    build: Builder | None = None,
 ) -> tuple[Path, ort.InferenceSession]:
-    """The cached export of `variant` under `cache` (made or remade if needed) and its session."""
+    """The cached export of `variant` under `cache` and its session; made or remade with `build`
+    when it is missing or broken (without one, that is an ExportError naming the command)."""
     directory = cache / EXPORT_DIR
     tok = tok or load_tokenizer()
     first = check_export(directory, variant, threads, tok)
@@ -228,8 +235,11 @@ def ensure_export(
                 directory,
                 again.reason,
             )
-        from grounded_agent.store.onnx_export import build
-
+        if build is None:
+            raise ExportError(
+                f"no usable ONNX export in {directory} ({again.reason}); make it with "
+                "`python -m grounded_agent.store.onnx_export`"
+            )
         build(directory, variant)
         final = check_export(directory, variant, threads, tok)
         if not final.ok or final.session is None:
@@ -274,6 +284,7 @@ class OnnxEmbeddings(Embeddings):
         batch_size: int = 32,
         batch_tokens: int = 256,
         model_id: str = "all-MiniLM-L6-v2",
+        build: Builder | None = None,
     ) -> None:
         started = time.perf_counter()
         self.model_id = model_id
@@ -282,7 +293,7 @@ class OnnxEmbeddings(Embeddings):
         self.batch_size = max(1, batch_size)
         self.batch_tokens = max(1, batch_tokens)
         self._tok = load_tokenizer()
-        self.path, self._session = ensure_export(cache, variant, 1, self._tok)
+        self.path, self._session = ensure_export(cache, variant, 1, self._tok, build)
         self.dimensions = int(self._session.get_outputs()[0].shape[1])
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()

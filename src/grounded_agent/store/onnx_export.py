@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         (cache / f"all-MiniLM-L6-v2-onnx-v{EXPORT_FORMAT}" / MANIFEST).unlink(missing_ok=True)
     variants: list[Variant] = ["fp32", "int8"] if args.int8 else ["fp32"]
     for variant in variants:
-        path, _ = ensure_export(cache, variant, threads=1)
+        path, _ = ensure_export(cache, variant, threads=1, build=build)
         print(f"{variant}: {path}", file=sys.stderr)
     return 0
 
