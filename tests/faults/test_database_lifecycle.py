@@ -191,10 +191,16 @@ def test_serve_keeps_trying_when_a_restart_fails(
         while not _searched(_page(client)):
             assert time.monotonic() < deadline, caplog.text[-2000:]
             time.sleep(0.3)
+        # the watch may still be inside a restart attempt that a slow pg_ctl started before the
+        # directory was readable again: it settles on "up" (one or more restarts on a loaded box)
         after = client.get("/healthz").json()
+        while after["database"] != "up":
+            assert time.monotonic() < deadline, caplog.text[-2000:]
+            time.sleep(0.3)
+            after = client.get("/healthz").json()
     store.close()
     assert during.status_code == 503 and during.json()["database"] in ("down", "restarting")
-    assert after["database"] == "up" and after["database_restarts"] == 1
+    assert after["database"] == "up" and after["database_restarts"] >= 1
     failures = caplog.text.count("could not start the embedded PostgreSQL yet")
     row.record(saw=f"while unreadable: healthz {during.status_code} "
                f"{during.json()['database']}; readable again: served, restarts "
