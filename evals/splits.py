@@ -23,9 +23,9 @@ def article_of(doc_id: str | None) -> str | None:
 
 def judge_articles() -> tuple[frozenset[str], frozenset[str]]:
     """(train, tune) articles of the shipped judge."""
-    from grounded_agent.judge import load_judge
+    from grounded_agent.judge import Manifest
 
-    manifest = load_judge().manifest
+    manifest = Manifest.read()
     return manifest.train_articles, manifest.tune_articles
 
 

@@ -16,12 +16,11 @@ narrower: the sentences the answer would quote hold no figure of the kind asked 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grounded_agent.answer_types import AnswerType, asked_type, holds_type
-from grounded_agent.citations import MARKER
+from grounded_agent.citations import MARKER, split_claims
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import Judge
 from grounded_agent.schemas import Confidence, Finding
@@ -31,8 +30,6 @@ from grounded_agent.text import coverage, key_terms, missing_names, split_senten
 HIGH_COVERAGE = 0.5
 MEDIUM_COVERAGE = 0.4
 NOT_RELEVANT_COVERAGE = 0.2
-
-MARKER_NUMBER = re.compile(r"\[(\d+)\]")
 
 TYPE_SENTENCE_COVERAGE = 0.2
 """A sentence counts as holding the asked-for thing only if it also shares some of the question's
@@ -157,7 +154,7 @@ def judge_veto(
     cut = judge.manifest.veto if veto is None else veto
     if not conf.can_answer or cut <= 0.0:
         return conf
-    quoted = _quoted(question, evidence)
+    quoted = quoted_sentences(question, evidence)
     best = max(judge.score(question, quoted), default=0.0)
     if best >= cut:
         return conf
@@ -168,14 +165,13 @@ def judge_veto(
     )
 
 
-def _quoted(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
-    """(title, sentence) of each sentence the offline answer would quote."""
+def quoted_sentences(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(title, sentence) of each sentence the offline answer would quote, read by the same claim
+    parser as every draft."""
     found = list(evidence)
-    out: list[tuple[str, str]] = []
-    for piece in split_sentences(extractive_draft(question, found)):
-        numbers = [int(n) for n in MARKER_NUMBER.findall(piece)]
-        title = found[numbers[0] - 1].title if numbers and 0 < numbers[0] <= len(found) else ""
-        text = MARKER.sub(" ", piece).strip()
-        if text:
-            out.append((title, text))
-    return out
+    claims, _ = split_claims(extractive_draft(question, found), found)
+    return [
+        (found[c.markers[0] - 1].title if c.markers and c.markers[0] <= len(found) else "", c.text)
+        for c in claims
+        if c.text.strip()
+    ]

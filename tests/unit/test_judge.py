@@ -51,7 +51,7 @@ def test_an_answering_sentence_scores_above_an_unrelated_one() -> None:
     assert 0.0 <= unrelated < right <= 1.0
 
 
-def test_scores_are_the_same_batched_or_alone_and_remembered() -> None:
+def test_scores_are_the_same_batched_or_alone() -> None:
     judge = load_judge()
     alone = judge.score(QUESTION, [("Loans", OTHER)])
     batched = judge.score(QUESTION, [("Loans", ANSWER), ("Loans", OTHER)] * 20)

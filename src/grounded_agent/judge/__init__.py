@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -18,9 +17,6 @@ from pathlib import Path
 from typing import Any
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
-BATCH = 32
-MEMO_SIZE = 4096
-"""Scored pairs remembered per process (a question reads 20-60 sentences)."""
 
 
 class JudgeError(RuntimeError):
@@ -29,7 +25,7 @@ class JudgeError(RuntimeError):
 
 @dataclass(frozen=True)
 class Manifest:
-    """What the shipped model was trained on and the threshold chosen on its tuning split."""
+    """What the shipped model was trained on and the veto chosen on its tuning split."""
 
     veto: float
     """The least probability the sentences an offline answer quotes must get (scoring.judge_veto);
@@ -39,16 +35,29 @@ class Manifest:
     tune_articles: frozenset[str]
     raw: dict[str, Any]
 
+    @classmethod
+    def read(cls, directory: Path = MODEL_DIR) -> Manifest:
+        """The manifest alone (the evaluation's split needs no model loaded)."""
+        path = directory / "manifest.json"
+        raw = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        articles = raw.get("articles", {})
+        return cls(
+            veto=float(raw.get("veto", 0.0)),
+            max_len=int(raw.get("max_len", 96)),
+            train_articles=frozenset(articles.get("train", [])),
+            tune_articles=frozenset(articles.get("tune", [])),
+            raw=raw,
+        )
+
 
 class Judge:
-    """Scores (title, sentence) candidates for one question; thread-safe, batched."""
+    """Scores (title, sentence) candidates for one question (an ONNX Runtime session runs from
+    several threads at once)."""
 
     def __init__(self, session: Any, tokenizer: Any, manifest: Manifest) -> None:
         self._session = session
         self._tokenizer = tokenizer
         self.manifest = manifest
-        self._lock = threading.Lock()
-        self._memo: dict[tuple[str, str, str], float] = {}
 
     @classmethod
     def from_dir(cls, directory: Path, threads: int = 1) -> Judge:
@@ -56,12 +65,10 @@ class Judge:
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
-            raw = json.loads((directory / "manifest.json").read_text(encoding="utf-8")) \
-                if (directory / "manifest.json").is_file() else {}
-            max_len = int(raw.get("max_len", 96))
+            manifest = Manifest.read(directory)
             tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-            tokenizer.enable_truncation(max_length=max_len, strategy="only_second")
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            tokenizer.enable_truncation(max_length=manifest.max_len, strategy="only_second")
+            tokenizer.no_padding()  # one pair per run: nothing to pad to
             options = ort.SessionOptions()
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
@@ -70,47 +77,24 @@ class Judge:
         except Exception as exc:  # tokenizers raises bare Exception for a missing file
             raise JudgeError(f"the offline judge could not be loaded from {directory}: {exc}") \
                 from exc
-        articles = raw.get("articles", {})
-        manifest = Manifest(
-            veto=float(raw.get("veto", 0.0)),
-            max_len=max_len,
-            train_articles=frozenset(articles.get("train", [])),
-            tune_articles=frozenset(articles.get("tune", [])),
-            raw=raw,
-        )
         return cls(session, tokenizer, manifest)
 
     def score(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]:
-        """The probability that each (title, sentence) answers the question. Remembered: the
-        tool's ranking, the confidence step and the answer read the same sentences."""
-        keys = [(question, title, sentence) for title, sentence in candidates]
-        with self._lock:
-            known = {k: self._memo[k] for k in keys if k in self._memo}
-        todo = [k for k in dict.fromkeys(keys) if k not in known]
-        known.update(zip(todo, self._infer(question, [(t, s) for _, t, s in todo]), strict=True))
-        with self._lock:
-            self._memo.update((k, known[k]) for k in todo)
-            while len(self._memo) > MEMO_SIZE:
-                self._memo.pop(next(iter(self._memo)))
-        return [known[k] for k in keys]
-
-    def _infer(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]:
+        """The probability that each (title, sentence) answers the question. One pair per run:
+        the int8 model quantises its activations per run, so a pair scored beside others would
+        get a score that depends on them."""
         import numpy as np
 
         out: list[float] = []
-        for start in range(0, len(candidates), BATCH):
-            chunk = candidates[start : start + BATCH]
-            enc = self._tokenizer.encode_batch(
-                [(question, f"{title}: {sentence}") for title, sentence in chunk]
-            )
+        for title, sentence in candidates:
+            enc = self._tokenizer.encode(question, f"{title}: {sentence}")
             feeds = {
-                "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64),
+                "input_ids": np.array([enc.ids], dtype=np.int64),
+                "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
+                "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
             }
-            with self._lock:
-                (logits,) = self._session.run(["logit"], feeds)
-            out.extend(1.0 / (1.0 + math.exp(-float(x))) for x in np.atleast_1d(logits))
+            (logits,) = self._session.run(["logit"], feeds)
+            out.append(1.0 / (1.0 + math.exp(-float(np.atleast_1d(logits)[0]))))
         return out
 
 
