@@ -62,6 +62,20 @@ def replace_messages(left: list[AnyMessage] | None, right: list[Any] | None) -> 
     return add_messages(left or [], right or [])  # type: ignore[return-value, arg-type]
 
 
+class Draft(TypedDict, total=False):
+    """The answer between its nodes: drafted (draft_answer), checked (check_citations), maybe
+    translated (translate_answer); the answer node reports it."""
+
+    text: str
+    how: Literal["model", "extractive", "abstained"]
+    replied: bool
+    """The model replied: only a model's checked draft is translated."""
+    write_in: str | None
+    """The sources' language when the answer was asked for in another one."""
+    citations: list[Citation]
+    """Set by the citation check: the draft's citations, renumbered."""
+
+
 class InputState(TypedDict):
     """What a caller sends: the question, optionally the sources and the answer language."""
 
@@ -92,6 +106,7 @@ class AgentState(TypedDict, total=False):
     evidence: list[Finding]
     grounding: Grounding
     confidence: Confidence
+    draft: Draft | None
     offline: bool
     # output
     status: AnswerStatus

@@ -29,14 +29,32 @@ def route_after_grounding(
     return "answer"  # every source failed, or the attempts are spent
 
 
-def route_after_confidence(state: Mapping[str, Any]) -> Literal["reformulate_query", "answer"]:
+def route_after_confidence(
+    state: Mapping[str, Any],
+) -> Literal["reformulate_query", "draft_answer", "answer"]:
     confidence = state.get("confidence")
     level = confidence.level if confidence is not None else None
     if level == "LOW" and can_requery(state):
         return "reformulate_query"
-    return (
-        "answer"  # HIGH/MEDIUM answer; NOT_RELEVANT short-circuits: no rewrite finds a missing doc
-    )
+    if state.get("evidence") and confidence is not None and confidence.can_answer and level in (
+        "HIGH", "MEDIUM"
+    ):
+        return "draft_answer"
+    return "answer"  # NOT_RELEVANT short-circuits: no rewrite finds a missing document
+
+
+def route_after_draft(state: Mapping[str, Any]) -> Literal["check_citations", "answer"]:
+    draft = state.get("draft") or {}
+    return "check_citations" if draft.get("text") else "answer"  # an abstention has nothing to check
+
+
+def route_after_check(state: Mapping[str, Any]) -> Literal["translate_answer", "answer"]:
+    """Only a model's checked draft that kept citations is translated, and only when the answer
+    was asked for in another language than the sources'."""
+    draft = state.get("draft") or {}
+    if draft.get("write_in") and draft.get("replied") and draft.get("citations"):
+        return "translate_answer"
+    return "answer"
 
 
 def route_after_reformulation(state: Mapping[str, Any]) -> Literal["call_tools", "answer"]:

@@ -72,6 +72,7 @@ async def prepare_question(
         "messages": fresh(),
         "evidence": [],
         "confidence": Confidence(),
+        "draft": None,
         "status": "",
         "answer": "",
         "citations": [],
