@@ -59,9 +59,11 @@ no such figure is declined (chosen over seven KBs: never fewer right decisions o
 the name kinds, seen only as a capitalised word, vetoed right answers on swapped SQuAD)."""
 
 
-def _quoted_holds(question: str, evidence: Sequence[Finding], kind: AnswerType) -> bool:
+def _quoted_holds(
+    question: str, evidence: Sequence[Finding], kind: AnswerType, extract: str | None = None
+) -> bool:
     """Whether the sentences the offline answer would quote hold the asked-for kind of thing."""
-    quoted = MARKER.sub(" ", extractive_draft(question, evidence))
+    quoted = MARKER.sub(" ", extractive_draft(question, evidence) if extract is None else extract)
     return any(holds_type(kind, sentence) for sentence in split_sentences(quoted))
 
 
@@ -96,9 +98,11 @@ def signals(question: str, evidence: Sequence[Finding]) -> Signals:
 
 
 def local_confidence(
-    question: str, evidence: Sequence[Finding], found_threshold: float, low_threshold: float
+    question: str, evidence: Sequence[Finding], found_threshold: float, low_threshold: float,
+    extract: str | None = None,
 ) -> Confidence:
-    """The offline judgement: the relevance bands, and no answer about a name no passage has."""
+    """The offline judgement: the relevance bands, and no answer about a name no passage has.
+    `extract`: extractive_draft(question, evidence) when the caller has built it already."""
     s = signals(question, evidence)
     if not evidence or s.best_score < low_threshold:
         return Confidence(level="NOT_RELEVANT", reason="no passage reached the relevance threshold")
@@ -110,7 +114,7 @@ def local_confidence(
     why = f"relevance {s.best_score:.2f}, {s.top_coverage:.0%} of the key terms in the best passage"
     if s.best_score < found_threshold:
         return Confidence(level="LOW", reason=f"{why}: below the found threshold")
-    if s.asked in FIGURE_KINDS and not _quoted_holds(question, evidence, s.asked):
+    if s.asked in FIGURE_KINDS and not _quoted_holds(question, evidence, s.asked, extract):
         return Confidence(
             level="NOT_RELEVANT",
             reason=f"the question asks for a {s.asked}; the sentences an answer would quote hold none",
@@ -146,7 +150,7 @@ def decisive(
 
 def judge_veto(
     question: str, evidence: Sequence[Finding], conf: Confidence, judge: Judge,
-    veto: float | None = None,
+    veto: float | None = None, extract: str | None = None,
 ) -> Confidence:
     """An answer the rules allow, unless the trained judge (grounded_agent.judge) gives every
     sentence the answer would quote less than `veto` (the manifest's, chosen on its tuning split,
@@ -154,7 +158,7 @@ def judge_veto(
     cut = judge.manifest.veto if veto is None else veto
     if not conf.can_answer or cut <= 0.0:
         return conf
-    quoted = quoted_sentences(question, evidence)
+    quoted = quoted_sentences(question, evidence, extract)
     best = max(judge.score(question, quoted), default=0.0)
     if best >= cut:
         return conf
@@ -165,11 +169,14 @@ def judge_veto(
     )
 
 
-def quoted_sentences(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
+def quoted_sentences(
+    question: str, evidence: Sequence[Finding], extract: str | None = None
+) -> list[tuple[str, str]]:
     """(title, sentence) of each sentence the offline answer would quote, read by the same claim
     parser as every draft."""
     found = list(evidence)
-    claims, _ = split_claims(extractive_draft(question, found), found)
+    claims, _ = split_claims(extractive_draft(question, found) if extract is None else extract,
+                             found)
     return [
         (found[c.markers[0] - 1].title if c.markers and c.markers[0] <= len(found) else "", c.text)
         for c in claims

@@ -63,8 +63,8 @@ def replace_messages(left: list[AnyMessage] | None, right: list[Any] | None) -> 
 
 
 class Draft(TypedDict, total=False):
-    """The answer between its nodes: drafted (draft_answer), checked (check_citations), maybe
-    translated (translate_answer); the answer node reports it."""
+    """The answer between its nodes: its extract (score_confidence), drafted (draft_answer),
+    checked (check_citations), maybe translated (translate_answer); the answer node reports it."""
 
     text: str
     how: Literal["model", "extractive", "abstained"]
@@ -74,6 +74,9 @@ class Draft(TypedDict, total=False):
     """The sources' language when the answer was asked for in another one."""
     citations: list[Citation]
     """Set by the citation check: the draft's citations, renumbered."""
+    extract: str
+    """The evidence quoted (extractive.extractive_draft), built once by score_confidence: the
+    offline scorer, the judge's veto and the draft without a model all read this one."""
 
 
 class InputState(TypedDict):

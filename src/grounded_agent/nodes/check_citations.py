@@ -64,7 +64,10 @@ async def check_citations(
             f"no sentence of the model's draft kept a valid citation "
             f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
             "sentence(s) removed); the answer was extracted from the sources"))
-        checked = check_answer(extractive_draft(str(state["question"]), evidence), evidence)
+        extract = draft.get("extract")
+        if extract is None:
+            extract = extractive_draft(str(state["question"]), evidence)
+        checked = check_answer(extract, evidence)
         warnings += check_warnings(checked)
         how = "extractive"
     trail.append(step(

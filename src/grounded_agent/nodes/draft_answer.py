@@ -40,6 +40,8 @@ async def draft_answer(
     question = str(state["question"])
     evidence = list(state.get("evidence") or [])
     model = deps.model(ctx)
+    held: Draft = dict(state.get("draft") or {})  # type: ignore[assignment]
+    extract = held.get("extract")  # built by score_confidence for the same evidence
     # asked for another language than the sources': written and checked in theirs first
     write_in = translation_needed(state.get("language"), (e.language for e in evidence))
     trail: list[dict[str, Any]] = []
@@ -60,11 +62,11 @@ async def draft_answer(
     elif not text:
         # no reply, or an empty one: the evidence is quoted (a model's empty reply stays "model"
         # so that the citation check treats it as the model's draft it stands in for)
-        text = extractive_draft(question, evidence)
+        text = extract if extract is not None else extractive_draft(question, evidence)
         if state.get("language"):
             trail.append(step(state, "draft_answer", "language_not_applied",
                               "an extracted answer quotes its sources in their own language"))
-    draft: Draft = {"text": text, "how": how, "replied": replied, "write_in": write_in}
+    draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in}
     return {**update, "draft": draft, "trail": trail}
 
 
