@@ -17,6 +17,7 @@ from grounded_agent.context import (
     context_from_config,
 )
 from grounded_agent.schemas import ToolOutcome
+from grounded_agent.state import turn_of
 
 log = logging.getLogger("grounded_agent.decisions")
 
@@ -40,11 +41,12 @@ def step(
     state: Mapping[str, Any], node: str, decision: str, detail: str = "", **fields: Any
 ) -> dict[str, Any]:
     """A trail entry, and one structured log line for the same decision."""
-    attempt = int(state.get("attempt") or 1)
+    turn = turn_of(state)
+    attempt = int(turn.get("attempt") or 1)
     record = {
-        "run_id": state.get("run_id"),
+        "run_id": turn.get("run_id"),
         "node": node,
-        "attempt": f"{attempt}/{state.get('attempt_cap') or MAX_ATTEMPTS}",
+        "attempt": f"{attempt}/{turn.get('attempt_cap') or MAX_ATTEMPTS}",
         "decision": decision,
         **fields,
     }
@@ -62,7 +64,7 @@ def outcomes_of(state: Mapping[str, Any], attempt: int | None = None) -> list[To
     """The tool outcomes in state, optionally of one attempt only."""
     return [
         r.outcome
-        for r in state.get("outcomes") or []
+        for r in turn_of(state).get("outcomes") or []
         if attempt is None or r.attempt == attempt
     ]
 

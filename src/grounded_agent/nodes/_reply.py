@@ -19,6 +19,7 @@ from grounded_agent.prompts.answer import (
     UNAVAILABLE_TEXT,
 )
 from grounded_agent.schemas import Citation, Confidence, Finding, Pointer, SourceReport, ToolOutcome
+from grounded_agent.state import turn_of
 from grounded_agent.text import content_stems
 
 SOURCE_LABELS = {
@@ -162,12 +163,13 @@ def quote_queries(question: str, queries: list[str]) -> str:
 
 def stop_reason(state: Mapping[str, Any], confidence: Confidence) -> str:
     """Why the question stopped where it did, for the log line of the last step."""
-    if state.get("grounding") == "all_failed":
+    turn = turn_of(state)
+    if turn.get("grounding") == "all_failed":
         return "every source failed"
     if confidence.level == "NOT_RELEVANT":
         return "evidence not relevant: re-querying cannot conjure a missing document"
     if (
-        int(state.get("attempt") or 1) >= int(state.get("attempt_cap") or MAX_ATTEMPTS)
+        int(turn.get("attempt") or 1) >= int(turn.get("attempt_cap") or MAX_ATTEMPTS)
         and not confidence.can_answer
     ):
         return "attempt limit reached"

@@ -20,7 +20,7 @@ from grounded_agent.nodes._reply import (
     weak,
 )
 from grounded_agent.schemas import Citation, Confidence
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 
 MAX_CLOSEST = 3
 """Documents listed as the closest when nothing answered (Context.closest_threshold decides which
@@ -31,12 +31,13 @@ async def answer(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]
     """No model call: everything the answer says was drafted and checked before this node."""
     ctx = ctx_of(runtime)
     question = str(state["question"])
-    reports = source_reports(list(state.get("requested") or []), final_outcomes(state))
+    turn = turn_of(state)
+    reports = source_reports(list(turn.get("requested") or []), final_outcomes(state))
     # a source read only in part counts with the failed ones: absence is not established there
     failed = [r.source for r in reports if r.status == "error" or r.coverage != "complete"]
     worked = [r.source for r in reports if r.status != "error"]
     confidence = state.get("confidence") or Confidence()
-    draft = state.get("draft") or {}
+    draft = turn.get("draft") or {}
     citations: list[Citation] = list(draft.get("citations") or [])
     text = str(draft.get("text") or "")
     warnings = source_warnings(state, reports)
@@ -62,7 +63,7 @@ async def answer(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]
         "answer": text,
         "citations": citations,
         "closest": closest,
-        "attempts": int(state.get("attempt") or 1),
+        "attempts": int(turn.get("attempt") or 1),
         "sources": reports,
         "warnings": warnings,
         "trail": [entry],

@@ -20,7 +20,7 @@ from grounded_agent.nodes._common import ctx_of, nonempty, outcomes_of, step
 from grounded_agent.nodes._scope import scope_calls
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def _default_args(tool: SourceTool, query: str, ctx: Context) -> BaseModel:
 
 def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
     """Attempt 1 asks every requested source; a re-query skips sources that failed technically."""
-    requested = list(state.get("requested") or [])
+    requested = list(turn_of(state).get("requested") or [])
     if attempt == 1:
         return requested
     failed = {o.source for o in outcomes_of(state) if o.status == "error"}
@@ -64,8 +64,9 @@ def search_reserve(state: AgentState, ctx: Context) -> float:
 async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     """Only allow-listed tools with schema-valid arguments run; everything else is recorded."""
     ctx = ctx_of(runtime)
-    attempt = int(state.get("attempt") or 1)
-    query = str(state.get("query") or state["question"])
+    turn = turn_of(state)
+    attempt = int(turn.get("attempt") or 1)
+    query = str(turn.get("query") or state["question"])
     wanted = _sources_to_query(state, attempt)
     # the first call builds the default tools and loads the embedding model: not on the loop
     tools = await asyncio.to_thread(deps.available_tools, ctx, wanted)
@@ -84,21 +85,19 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         )
         review.model_calls(ai_message)
     review.fixed_calls(query)  # every requested source is read, so the report says what was
-    review.calls = scope_calls(review.calls, state.get("scope"))  # the selection, in code
+    review.calls = scope_calls(review.calls, turn.get("scope"))  # the selection, in code
     thresholds = deps.thresholds(ctx)
     outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds) for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
+    records = [
+        ToolCallRecord(attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None}))
+        for cid, o in outcomes
+    ]
     return {
-        "outcomes": [
-            ToolCallRecord(
-                attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None})
-            )
-            for cid, o in outcomes
-        ],
+        "turn": {"outcomes": records, "rejected_calls": review.rejected},  # both extend
         "messages": [*_dialog(ai_message, review.calls), *review.tool_messages],
         "queries": [query] if query not in (state.get("queries") or []) else [],
-        "rejected_calls": review.rejected,
         "trail": review.trail,
         "warnings": review.warnings,
         **nonempty(usage=reply.usage),
@@ -113,10 +112,10 @@ async def _choose_tools(
     rounds_used = sum(
         1 for t in state.get("trail") or [] if t.get("decision") == "model_chose_tools"
     )
-    attempt = int(state.get("attempt") or 1)
+    attempt = int(turn_of(state).get("attempt") or 1)
     if model is None or attempt != 1 or not tools or rounds_used >= ctx.max_model_rounds:
         return ModelReply()
-    routed = state.get("routed_calls")
+    routed = turn_of(state).get("routed_calls")
     if routed is not None:  # the routing call was this attempt's tool choice: no second call
         return ModelReply(message=AIMessage(content="", tool_calls=routed)) if routed else ModelReply()
     system = ctx.call_tools_system_prompt.format(

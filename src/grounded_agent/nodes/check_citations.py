@@ -16,7 +16,7 @@ from grounded_agent.extractive import extractive_draft
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.schemas import Finding
-from grounded_agent.state import AgentState, Draft
+from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
 from grounded_agent.support_judge import judge_support
 
 log = logging.getLogger(__name__)
@@ -44,9 +44,10 @@ async def check_citations(
     """Markers resolved and renumbered, unsupported sentences removed; a model draft of which no
     sentence keeps a valid citation is replaced by an extract of the evidence."""
     ctx = ctx_of(runtime)
-    draft: Draft = dict(state.get("draft") or {})  # type: ignore[assignment]
-    evidence = list(state.get("evidence") or [])
-    how = draft.get("how", "extractive")
+    turn = turn_of(state)
+    draft: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
+    evidence = list(turn.get("evidence") or [])
+    how: DraftHow = draft.get("how", "extractive")
     text = draft.get("text", "")
     checked = check_answer(text, evidence)
     judgement = Judgement(checked)
@@ -76,7 +77,7 @@ async def check_citations(
         f"removed, {len(checked.removed_markers)} marker(s) removed"))
     checked_draft: Draft = {**draft, "text": checked.text, "how": how,
                             "citations": checked.citations}
-    return {"draft": checked_draft, "trail": trail,
+    return {"turn": {"draft": checked_draft}, "trail": trail,
             **nonempty(usage=judgement.usage, warnings=warnings)}
 
 

@@ -18,7 +18,7 @@ from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.prompts.answer import ANSWER_USER
 from grounded_agent.prompts.sources import render_sources
 from grounded_agent.schemas import Finding
-from grounded_agent.state import AgentState, Draft
+from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
 
 FALLBACK = Fallback(
     "draft_answer", "the answer was extracted from the sources", where="the answer step",
@@ -38,15 +38,17 @@ async def draft_answer(
     checked here: every draft goes through check_citations."""
     ctx = ctx_of(runtime)
     question = str(state["question"])
-    evidence = list(state.get("evidence") or [])
+    turn = turn_of(state)
+    evidence = list(turn.get("evidence") or [])
     model = deps.model(ctx)
-    held: Draft = dict(state.get("draft") or {})  # type: ignore[assignment]
+    held: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
     extract = held.get("extract")  # built by score_confidence for the same evidence
     # asked for another language than the sources': written and checked in theirs first
     write_in = translation_needed(state.get("language"), (e.language for e in evidence))
     trail: list[dict[str, Any]] = []
     update: dict[str, Any] = {}
-    text, how, replied = "", "extractive", False
+    text, replied = "", False
+    how: DraftHow = "extractive"
     if model is not None:
         reply = await ask_model(
             model, _messages(state, ctx, question, evidence, write_in), state=state, ctx=ctx,
@@ -67,12 +69,12 @@ async def draft_answer(
             trail.append(step(state, "draft_answer", "language_not_applied",
                               "an extracted answer quotes its sources in their own language"))
     draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in}
-    return {**update, "draft": draft, "trail": trail}
+    return {**update, "turn": {"draft": draft}, "trail": trail}
 
 
 def _unmarked(
     state: AgentState, text: str, evidence: list[Finding]
-) -> tuple[str, str, dict[str, Any]]:
+) -> tuple[str, DraftHow, dict[str, Any]]:
     """A draft without any marker: each sentence is cited by the passage it quotes or is closest
     to, then checked like any cited sentence; only a draft that quotes nothing and says the
     sources do not answer is the model abstaining."""

@@ -33,7 +33,7 @@ from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.nodes.call_tools import search_reserve
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.prompts.route_request import RETRY_TEXT
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ async def route_request(
     warnings: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     usage: dict[str, int] = {}
-    requested = list(state.get("requested") or [])
+    requested = list(turn_of(state).get("requested") or [])
     model = deps.model(ctx)
     routed_calls: list[dict[str, Any]] | None = None  # None: call_tools chooses as before
     decision: Decision | None = None
@@ -69,39 +69,40 @@ async def route_request(
         router = _Router(state, ctx, today, usage, trail, warnings, rejected)
         decision, routed_calls = await router.run(model, deps, requested)
     if decision is None:
-        decision = offline_intent(str(state.get("query") or state.get("question") or ""), today)
+        query = turn_of(state).get("query") or state.get("question") or ""
+        decision = offline_intent(str(query), today)
     trail.append(step(state, "route_request", f"intent:{decision.intent}",
                       f"{decision.how}: {decision.describe()}", intent=decision.intent,
                       how=decision.how))
     return {
-        **_apply(state, decision, routed_calls),
+        **_apply(state, decision, routed_calls, rejected),
         "trail": trail,
         "warnings": warnings,
-        "rejected_calls": rejected,
         **nonempty(usage=usage),
     }
 
 
 def _apply(
-    state: AgentState, decision: Decision, routed_calls: list[dict[str, Any]] | None
+    state: AgentState, decision: Decision, routed_calls: list[dict[str, Any]] | None,
+    rejected: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The state a decision sets; every intent field is written, so a thread's earlier turn
     leaves nothing behind."""
+    turn: dict[str, Any] = {"intent": decision.intent, "routed_calls": routed_calls,
+                            "scope": None, "rejected_calls": rejected}
     update: dict[str, Any] = {
-        "intent": decision.intent,
-        "routed_calls": routed_calls,
+        "turn": turn,
         "result_type": RESULT_TYPES[decision.intent],
         "search": decision.search.normalised().model_dump(mode="json") if decision.search else None,
         "documents": None,
-        "scope": None,
         "coverage_limited": False,
     }
     if decision.query:
-        update["query"] = decision.query[:500]
+        turn["query"] = decision.query[:500]
     if decision.answer_language and not state.get("language"):
         update["language"] = decision.answer_language
     if decision.intent != "ask":
-        update["requested"] = ["knowledge_base"]  # the selection lives in the knowledge base
+        turn["requested"] = ["knowledge_base"]  # the selection lives in the knowledge base
     return update
 
 
@@ -138,7 +139,7 @@ class _Router:
                                                      year=self.today.year)
         )
         user = CALL_TOOLS_USER.format(question=state["question"],
-                                      query=state.get("query") or state["question"])
+                                      query=turn_of(state).get("query") or state["question"])
         messages: list[Any] = [SystemMessage(system), HumanMessage(user)]
         for _ in range(ROUTER_ROUNDS):
             reply = await ask_model(

@@ -19,7 +19,7 @@ from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
 from grounded_agent.scoring import decisive, judge_veto, local_confidence
-from grounded_agent.state import AgentState, Draft
+from grounded_agent.state import AgentState, Draft, turn_of
 from grounded_agent.structured import structured_call
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ async def score_confidence(
 ) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     question = str(state["question"])
-    evidence = list(state.get("evidence") or [])
+    evidence = list(turn_of(state).get("evidence") or [])
     model = deps.model(ctx)
     local = LocalJudgement(question, evidence, ctx, deps.get_judge)
     draft = Draft(extract=local.extract)  # the draft without a model quotes the same sentences
@@ -158,4 +158,4 @@ def _done(
 ) -> dict[str, Any]:
     entry = step(state, "score_confidence", f"{conf.level} ({how})", detail, level=conf.level,
                  how=how)
-    return {"confidence": conf, "draft": draft, "trail": [entry], **nonempty(usage=usage)}
+    return {"confidence": conf, "turn": {"draft": draft}, "trail": [entry], **nonempty(usage=usage)}

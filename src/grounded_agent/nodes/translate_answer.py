@@ -15,7 +15,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.prompts.answer import TRANSLATE_ANSWER_USER
-from grounded_agent.state import AgentState, Draft
+from grounded_agent.state import AgentState, Draft, turn_of
 
 FALLBACK = Fallback(
     "translate_answer", "the answer is given in the language of its sources",
@@ -34,7 +34,7 @@ async def translate_answer(
     """Its citations were checked in the sources' language; a translation that loses, adds or
     renumbers a marker is not shown (the checked text is, with the trail saying why)."""
     ctx = ctx_of(runtime)
-    draft: Draft = dict(state.get("draft") or {})  # type: ignore[assignment]
+    draft: Draft = dict(turn_of(state).get("draft") or {})  # type: ignore[assignment]
     text = draft.get("text", "")
     language = str(state.get("language"))
     model = deps.model(ctx)
@@ -54,5 +54,5 @@ async def translate_answer(
     elif reply.message is not None:
         trail.append(step(state, "translate_answer", "translation_not_used",
                           "the translation changed the citation markers; the checked text stays"))
-    return {"draft": draft, "trail": trail,
+    return {"turn": {"draft": draft}, "trail": trail,
             **nonempty(usage=reply.usage, warnings=reply.warnings)}
