@@ -109,6 +109,14 @@ class Context:
             "chosen on the judge's tuning split (its manifest)."
         },
     )
+    judge_margin: float | None = field(
+        default=None,
+        metadata={
+            "description": "Offline: how much higher the trained judge may rate another sentence "
+            "of the passages than the ones an answer would quote before the agent abstains "
+            "(0 to 1; 1 turns it off); None takes the one chosen on the judge's tuning split."
+        },
+    )
     max_tool_calls_per_attempt: int = field(
         default=3,
         metadata={"description": "Tool calls executed per attempt; extra calls are rejected."},
@@ -224,6 +232,8 @@ class Context:
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
         if self.judge_veto is not None and not 0.0 <= self.judge_veto <= 1.0:
             raise ValueError("judge_veto must be between 0 and 1")
+        if self.judge_margin is not None and not 0.0 <= self.judge_margin <= 1.0:
+            raise ValueError("judge_margin must be between 0 and 1")
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))

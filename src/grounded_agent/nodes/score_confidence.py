@@ -10,11 +10,12 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
+from grounded_agent.judge.reading import judge_veto
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
-from grounded_agent.scoring import decisive, judge_veto, local_confidence
+from grounded_agent.scoring import decisive, local_confidence
 from grounded_agent.state import AgentState
 from grounded_agent.structured import structured_call
 
@@ -39,7 +40,8 @@ async def score_confidence(
     model = deps.model(ctx)
 
     def vetted(conf: Confidence, among: list[Finding]) -> Confidence:
-        return judge_veto(question, among, conf, deps.get_judge(), ctx.judge_veto)
+        return judge_veto(question, among, conf, deps.get_judge(), ctx.judge_veto,
+                          ctx.judge_margin)
 
     def local() -> Confidence:
         # what reached the model only for the model to judge does not count without it
