@@ -3,13 +3,16 @@
 For each question it replays what the offline agent decides on its first attempt: the store's
 real search, the passages at or above the low relevance threshold, the local confidence verdict
 and the extractive answer; then the judge's probability for the sentences that answer would
-quote. A veto t turns an answer into an abstention when that probability is below t.
+quote, and its best probability for any sentence of the passages the rules chose among. A veto t
+turns an answer into an abstention when the first is below t; a margin m does so when the second
+exceeds the first by more than m (the two readers disagree on which sentence answers).
 
 Tuning data: the judge's tune articles of SQuAD and swapped SQuAD (300 questions per kind) and
 one half of each project KB (questions whose id hashes even, `evals.splits.kb_half`). The veto
 chosen is the largest credited gain over the tuning sets (each set weighing the same) among the
-values under which no tuning set loses credit: the veto is meant to remove wrong answers, not to
-trade one knowledge base's right answers for another's. Test data, printed beside it: the judge's
+pairs (veto, margin) under which no tuning set loses credit: the judge is meant to remove wrong
+answers, not to trade one knowledge base's right answers for another's; among equal gains, the one
+that intervenes least (lower veto, wider margin). Test data, printed beside it: the judge's
 test articles and the other half of each project KB.
 
     .venv/bin/python benchmarks/calibrate_judge.py [--per-kind 300] [--write]
@@ -37,7 +40,8 @@ from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import MODEL_DIR, load_judge
-from grounded_agent.scoring import decisive, local_confidence, quoted_sentences
+from grounded_agent.judge.reading import read
+from grounded_agent.scoring import decisive, local_confidence
 
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 KBS = Path("benchmarks/kbs")
@@ -46,12 +50,15 @@ TUNING_KBS = ("clearwater_utility", "harbor_library", "lindenpark_clinic", "nort
 """The project KBs whose halves tune the veto; a KB written after the judge was frozen is measured
 with `python -m evals`, never tuned on."""
 VETOES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
+MARGINS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
+Cut = tuple[float, float]
+OFF: Cut = (0.0, 1.0)
 Row = dict[str, Any]
 
 
 async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context) -> list[Row]:
     """Per question: kind, whether the rules answer, whether that answer is right, and the judge's
-    best probability for its quoted sentences."""
+    reading (its best probability for the quoted sentences, and for any candidate sentence)."""
     judge = load_judge()
     store = open_eval_store(eval_set)
     try:
@@ -64,25 +71,32 @@ async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context
             conf = verdict[0] if verdict else local_confidence(
                 q.question, usable, ctx.found_threshold, ctx.low_threshold)
             answers = bool(usable) and conf.can_answer and conf.level in ("HIGH", "MEDIUM")
-            row: Row = {"id": q.id, "kind": q.kind, "answers": answers, "right": False, "j": 0.0}
+            row: Row = {"id": q.id, "kind": q.kind, "answers": answers, "right": False, "j": 0.0,
+                        "b": 0.0}
             if answers:
                 checked = check_answer(extractive_draft(q.question, usable), usable)
                 cited = [c.source_id for c in checked.citations]
                 row["answers"] = bool(cited)
                 row["right"] = (q.should_answer and q.gold_doc_id in cited
                                 and contains_answer(checked.text, q.answers))
-                row["j"] = max(judge.score(q.question, quoted_sentences(q.question, usable)), default=0.0)
+                reading = read(q.question, usable, judge)
+                row["j"], row["b"] = reading.quoted, reading.best
             rows.append(row)
         return rows
     finally:
         await store.aclose()
 
 
-def credited(rows: list[Row], veto: float) -> float:
-    """The evaluation's mean credited score with the veto applied."""
+def stands(r: Row, cut: Cut) -> bool:
+    veto, margin = cut
+    return bool(r["answers"]) and r["j"] >= veto and r["b"] - r["j"] <= margin
+
+
+def credited(rows: list[Row], cut: Cut) -> float:
+    """The evaluation's mean credited score with the judge's cut-offs applied."""
     total = 0
     for r in rows:
-        answers = r["answers"] and r["j"] >= veto
+        answers = stands(r, cut)
         if r["kind"] == "answerable":
             total += (1 if r["right"] else -1) if answers else 0
         else:
@@ -90,13 +104,13 @@ def credited(rows: list[Row], veto: float) -> float:
     return total / max(len(rows), 1)
 
 
-def rates(rows: list[Row], veto: float) -> str:
+def rates(rows: list[Row], cut: Cut) -> str:
     ans = [r for r in rows if r["kind"] == "answerable"]
     other = [r for r in rows if r["kind"] != "answerable"]
-    kept = [r for r in ans if r["answers"] and r["j"] >= veto]
+    kept = [r for r in ans if stands(r, cut)]
     right = sum(1 for r in kept if r["right"])
     wrong = len(kept) - right
-    abstained = sum(1 for r in other if not (r["answers"] and r["j"] >= veto))
+    abstained = sum(1 for r in other if not stands(r, cut))
     n, m = len(ans) or 1, len(other) or 1
     return (f"answerable {right / n:.1%} right / {wrong / n:.1%} wrong, "
             f"unanswerable {abstained / m:.1%} abstained")
@@ -113,16 +127,16 @@ def sample(questions: list[EvalQuestion], per_kind: int) -> list[EvalQuestion]:
     return out
 
 
-def choose(tune: dict[str, list[Row]]) -> float:
-    """The largest mean gain among the vetoes under which no tuning set loses credit."""
-    base = {name: credited(rows, 0.0) for name, rows in tune.items()}
+def choose(tune: dict[str, list[Row]]) -> Cut:
+    """The largest mean gain among the cut-offs under which no tuning set loses credit."""
+    base = {name: credited(rows, OFF) for name, rows in tune.items()}
 
-    def gain(v: float) -> tuple[float, float]:
-        deltas = [credited(rows, v) - base[name] for name, rows in tune.items()]
+    def gain(cut: Cut) -> tuple[float, float]:
+        deltas = [credited(rows, cut) - base[name] for name, rows in tune.items()]
         return min(deltas), sum(deltas) / len(deltas)
 
-    safe = [v for v in VETOES if gain(v)[0] >= 0.0]
-    return max(safe, key=lambda v: (gain(v)[1], -v))
+    safe = [(v, m) for v in VETOES for m in MARGINS if gain((v, m))[0] >= 0.0]
+    return max(safe, key=lambda c: (round(gain(c)[1], 9), -c[0], c[1]))
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -141,24 +155,27 @@ async def main_async(args: argparse.Namespace) -> int:
         tune[kb_dir.name] = [r for r in rows if kb_half(r["id"]) == "tune"]
         test[kb_dir.name] = [r for r in rows if kb_half(r["id"]) == "test"]
         print(f"{kb_dir.name}: read", file=sys.stderr, flush=True)
-    veto = choose(tune)
-    report: dict[str, Any] = {"veto": veto, "tune": {}, "test": {}}
+    cut = choose(tune)
+    veto, margin = cut
+    report: dict[str, Any] = {"veto": veto, "margin": margin, "tune": {}, "test": {}}
     for label, sets in (("tune", tune), ("test", test)):
-        print(f"== {label} (credited without the veto -> with {veto})")
+        print(f"== {label} (credited without the judge -> with veto {veto}, margin {margin})")
         for name, rows in sets.items():
-            before, after = credited(rows, 0.0), credited(rows, veto)
+            before, after = credited(rows, OFF), credited(rows, cut)
             report[label][name] = {"questions": len(rows), "credited_without": round(before, 4),
                                    "credited_with": round(after, 4)}
             print(f"{name:22s} {len(rows):4d} q  {before:+.3f} -> {after:+.3f}   "
-                  f"{rates(rows, 0.0)}  ->  {rates(rows, veto)}")
+                  f"{rates(rows, OFF)}  ->  {rates(rows, cut)}")
     if args.write:
         path = MODEL_DIR / "manifest.json"
         manifest = json.loads(path.read_text())
         manifest["veto"] = veto
+        manifest["margin"] = margin
         manifest["veto_chosen_by"] = (
             "benchmarks/calibrate_judge.py: the offline agent's first-attempt decisions on the "
             f"judge's tune articles of SQuAD and swapped SQuAD ({args.per_kind} per kind) and the "
-            "tuning half of each project KB; the largest mean gain with no tuning set losing")
+            "tuning half of each project KB; the largest mean gain with no tuning set losing "
+            "(veto and margin together)")
         manifest["veto_calibration"] = report
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         print(f"written to {path}")

@@ -101,10 +101,12 @@ def build_pairs(
     sentences: dict[str, list[str]],
     articles: set[str],
     rng: random.Random,
+    paragraph_negatives: int = 2,
+    unanswerable_negatives: int = 3,
 ) -> list[Pair]:
     """Positives: the sentence holding the answer. Negatives, hardest first: the gold paragraph's
-    best-overlapping other sentence, the best-overlapping sentence of another paragraph of the same
-    article, every adversarial unanswerable question's two closest sentences of its own paragraph,
+    best-overlapping other sentences, the best-overlapping sentence of another paragraph of the same
+    article, every adversarial unanswerable question's closest sentences of its own paragraph,
     and now and then a random sentence of another article."""
     by_article: dict[str, list[str]] = defaultdict(list)
     for doc_id, para in paragraphs.items():
@@ -122,14 +124,14 @@ def build_pairs(
         answers = [a for a in q.get("answers") or [] if a.strip()]
         ranked = sorted(range(len(sents)), key=lambda i: -overlap(qw, sents[i]))
         if q["kind"] == "unanswerable_in_kb_topic" or not answers:
-            for i in ranked[:2]:
+            for i in ranked[:unanswerable_negatives]:
                 pairs.append(Pair(q["question"], title, sents[i], 0.0))
             continue
         pos = answer_sentence(sents, answers)
         if pos is None:
             continue
         pairs.append(Pair(q["question"], title, sents[pos], 1.0))
-        for i in [i for i in ranked if i != pos][:1]:
+        for i in [i for i in ranked if i != pos][:paragraph_negatives]:
             pairs.append(Pair(q["question"], title, sents[i], 0.0))
         best: tuple[float, str, str] | None = None
         for other_id in by_article[para["article"]]:
@@ -155,8 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--minutes", type=float, default=60.0, help="stop training after this long")
+    parser.add_argument("--steps", type=int, default=2500)
+    parser.add_argument("--minutes", type=float, default=75.0, help="stop training after this long")
+    parser.add_argument("--paragraph-negatives", type=int, default=2,
+                        help="per answerable question: other sentences of its own paragraph")
+    parser.add_argument("--unanswerable-negatives", type=int, default=3,
+                        help="per adversarial unanswerable question: its paragraph's closest sentences")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--max-len", type=int, default=64)
     parser.add_argument("--lr", type=float, default=6e-5)
@@ -189,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     sentences = {doc_id: split_sentences(row["text"]) or [row["text"]]
                  for doc_id, row in paragraphs.items()}
 
-    train_pairs = build_pairs(questions, paragraphs, sentences, set(split["train"]), rng)
+    train_pairs = build_pairs(questions, paragraphs, sentences, set(split["train"]), rng,
+                              args.paragraph_negatives, args.unanswerable_negatives)
     rng.shuffle(train_pairs)
     check_pairs = build_pairs(questions, paragraphs, sentences, set(split["tune"]),
                               random.Random(SPLIT_SEED))
@@ -286,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         "max_len": args.max_len,
         "lr": args.lr,
         "frozen_layers": args.frozen_layers,
+        "paragraph_negatives": args.paragraph_negatives,
+        "unanswerable_negatives": args.unanswerable_negatives,
         "train_seconds": round(train_seconds),
         "final_loss": round(float(np.mean(losses[-100:])), 4) if losses else None,
         "threshold": threshold,

@@ -59,6 +59,18 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+def _env_seconds(name: str, default: float) -> float:
+    """A time limit from the environment: a slow local model (a small one on two cores) needs
+    more than the defaults, which suit a hosted one, in the CLI and the server as well."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw[:40]!r}") from None
+
+
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run. Every field has a default and a description so Studio can show it."""
@@ -109,6 +121,14 @@ class Context:
             "chosen on the judge's tuning split (its manifest)."
         },
     )
+    judge_margin: float | None = field(
+        default=None,
+        metadata={
+            "description": "Offline: how much higher the trained judge may rate another sentence "
+            "of the passages than the ones an answer would quote before the agent abstains "
+            "(0 to 1; 1 turns it off); None takes the one chosen on the judge's tuning split."
+        },
+    )
     max_tool_calls_per_attempt: int = field(
         default=3,
         metadata={"description": "Tool calls executed per attempt; extra calls are rejected."},
@@ -129,16 +149,19 @@ class Context:
         },
     )
     time_budget_s: float = field(
-        default=45.0, metadata={"description": "Wall-clock budget per question, in seconds."}
+        default_factory=lambda: _env_seconds("GROUNDED_AGENT_TIME_BUDGET_S", 45.0),
+        metadata={"description": "Wall-clock budget per question, in seconds "
+                  "(GROUNDED_AGENT_TIME_BUDGET_S)."},
     )
     tool_timeout_s: float = field(
         default=12.0, metadata={"description": "Timeout of one source call, in seconds."}
     )
     model_timeout_s: float = field(
-        default=20.0,
+        default_factory=lambda: _env_seconds("GROUNDED_AGENT_MODEL_TIMEOUT_S", 20.0),
         metadata={
             "description": "Timeout of one model call, in seconds (within what the time budget "
-            "leaves): one slow reply must not spend the whole question's budget."
+            "leaves): one slow reply must not spend the whole question's budget "
+            "(GROUNDED_AGENT_MODEL_TIMEOUT_S)."
         },
     )
     judgement_max_tokens: int = field(
@@ -224,11 +247,14 @@ class Context:
         self.max_attempts = max(1, min(int(self.max_attempts), MAX_ATTEMPTS))
         if self.judge_veto is not None and not 0.0 <= self.judge_veto <= 1.0:
             raise ValueError("judge_veto must be between 0 and 1")
+        if self.judge_margin is not None and not 0.0 <= self.judge_margin <= 1.0:
+            raise ValueError("judge_margin must be between 0 and 1")
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
-        if not float(self.model_timeout_s) > 0:
-            raise ValueError("model_timeout_s must be above 0")
+        for name in ("time_budget_s", "model_timeout_s"):
+            if not float(getattr(self, name)) > 0:  # also refuses nan
+                raise ValueError(f"{name} must be above 0")
         if self.flagged_documents not in FLAGGED_DOCUMENTS:
             raise ValueError(
                 f"flagged_documents must be one of {', '.join(FLAGGED_DOCUMENTS)}, "

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from grounded_agent.errors import InvalidQuestion
+from grounded_agent.inputs import text_problem
 
 DocumentSort = Literal["newest", "oldest", "relevance"]
 SORTS: tuple[DocumentSort, ...] = ("newest", "oldest", "relevance")
@@ -91,8 +92,6 @@ class DocumentQuery(BaseModel):
     @classmethod
     def _text(cls, value: Any) -> Any:
         if isinstance(value, str):
-            from grounded_agent.schemas import text_problem
-
             problem = text_problem(value)
             if problem is not None:  # the database would fail on it, not refuse it
                 raise ValueError(f"text {problem}")

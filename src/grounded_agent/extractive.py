@@ -17,6 +17,8 @@ from grounded_agent.text import (
 
 TYPE_BONUS = 0.3
 """Added to a sentence's coverage when it holds the kind of thing the question asks for."""
+READ_PASSAGES = 3
+"""The passages an offline answer chooses among (the best few; a lower one rarely answers)."""
 RANK_BONUS = 0.6
 """Added per place a passage's document stands higher in the sources' own order (which document
 answers best). Chunks of one document get no order among themselves: the sections of one page
@@ -35,7 +37,7 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
     """
     if not sources:
         return ""
-    top = list(sources)[:3]
+    top = list(sources)[:READ_PASSAGES]
     terms = key_terms(question, idf_from(f"{f.title} {f.text}" for f in sources))
     wanted = asked_type(question)
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from grounded_agent.documents import DocumentQuery, errors_text, language_code
+from grounded_agent.text import STOPWORDS
 
 Intent = Literal["ask", "search", "search_and_ask"]
 
@@ -185,6 +186,23 @@ def offline_intent(request: str, today: date) -> Decision:
     if question:
         return Decision("search_and_ask", "rule", search=query, query=question)
     return Decision("search", "rule", search=query)
+
+
+def confirms_documents(request: str, today: date) -> bool:
+    """Whether a model's document intent (search_documents, search_and_ask) may stand: when the
+    offline rule also reads the request as a document request, or when the request is not
+    written in English, the only language the rule reads (its verbs and document words are
+    English). A small model picks the document tools for ordinary questions; a question the rule
+    can read and does not see as a document request is answered, not listed."""
+    return offline_intent(request, today).intent != "ask" or not _english(request)
+
+
+def _english(request: str) -> bool:
+    """Written in English, as far as the rule can tell: at least one English function word (the
+    stoplist) in every five words. Shorter requests than three words count as English: too few
+    words to tell, and the rule is the default."""
+    words = re.findall(r"[^\W\d_]+", request.lower())
+    return len(words) < 3 or 5 * sum(w in STOPWORDS for w in words) >= len(words)
 
 
 def _search_query(head: str, today: date) -> DocumentQuery:

@@ -20,9 +20,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from grounded_agent.context import Context
-from grounded_agent.nodes._common import step
 from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.state import turn_of
+from grounded_agent.trail import step
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grounded_agent.documents import DocumentList, DocumentQuery
 from grounded_agent.errors import InvalidQuestion as InvalidQuestion
+from grounded_agent.inputs import text_problem
 
 SourceName = Literal["knowledge_base", "wikipedia", "web"]
 SOURCE_NAMES: tuple[SourceName, ...] = ("knowledge_base", "wikipedia", "web")
@@ -351,28 +351,6 @@ MAX_QUESTION_CHARS = 4000
 
 
 MAX_LANGUAGE_CHARS = 40
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def text_problem(value: str) -> str | None:
-    """Why `value` cannot travel as text (a lone surrogate, a NUL character), or None.
-
-    A lone surrogate is what undecodable bytes become (a command line's invalid UTF-8) or an
-    unpaired escape in JSON: it cannot be encoded, so it would fail later in a tool call, the
-    database or the response. PostgreSQL text cannot hold NUL.
-    """
-    bad = _SURROGATE.search(value)
-    if bad is not None:
-        return (
-            f"is not valid Unicode text: a lone surrogate (U+{ord(bad.group()):04X}, from "
-            f"invalid UTF-8 or an unpaired escape) at character {bad.start() + 1}"
-        )
-    nul = value.find("\x00")
-    if nul >= 0:
-        return f"holds a NUL character at character {nul + 1}"
-    return None
-
 
 def validate_question(raw: object) -> str:
     """The stripped question, or InvalidQuestion saying what is wrong with it."""

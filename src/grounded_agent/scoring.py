@@ -20,9 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grounded_agent.answer_types import AnswerType, asked_type, holds_type
-from grounded_agent.citations import MARKER, split_claims
+from grounded_agent.citations import MARKER
 from grounded_agent.extractive import extractive_draft
-from grounded_agent.judge import Judge
 from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.text import coverage, key_terms, missing_names, split_sentences
 
@@ -146,39 +145,3 @@ def decisive(
             "names of the question absent from every passage",
         )
     return None
-
-
-def judge_veto(
-    question: str, evidence: Sequence[Finding], conf: Confidence, judge: Judge,
-    veto: float | None = None, extract: str | None = None,
-) -> Confidence:
-    """An answer the rules allow, unless the trained judge (grounded_agent.judge) gives every
-    sentence the answer would quote less than `veto` (the manifest's, chosen on its tuning split,
-    when None): words the question shares with a passage do not make it answer."""
-    cut = judge.manifest.veto if veto is None else veto
-    if not conf.can_answer or cut <= 0.0:
-        return conf
-    quoted = quoted_sentences(question, evidence, extract)
-    best = max(judge.score(question, quoted), default=0.0)
-    if best >= cut:
-        return conf
-    return Confidence(
-        level="NOT_RELEVANT",
-        reason=f"the trained judge finds the sentences an answer would quote do not answer it "
-        f"({best:.2f} < {cut:.2f})",
-    )
-
-
-def quoted_sentences(
-    question: str, evidence: Sequence[Finding], extract: str | None = None
-) -> list[tuple[str, str]]:
-    """(title, sentence) of each sentence the offline answer would quote, read by the same claim
-    parser as every draft."""
-    found = list(evidence)
-    claims, _ = split_claims(extractive_draft(question, found) if extract is None else extract,
-                             found)
-    return [
-        (found[c.markers[0] - 1].title if c.markers and c.markers[0] <= len(found) else "", c.text)
-        for c in claims
-        if c.text.strip()
-    ]

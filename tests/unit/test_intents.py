@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from grounded_agent import Context, aask, asearch, build_graph
-from grounded_agent.intents import offline_intent
+from grounded_agent.intents import confirms_documents, offline_intent
 from grounded_agent.store.errors import StoreUnavailable
 from grounded_agent.tools.knowledge_base import KnowledgeBaseArgs
 from tests.fakes import (
@@ -239,6 +239,63 @@ async def test_two_refusals_fall_back_to_the_offline_rule() -> None:
     )
     assert any(t.decision == "router_gave_up" for t in result.trail)
     assert model.calls == 2
+
+
+DOCUMENT_CALLS = {
+    "search_documents": {"text": "support"},
+    "search_and_ask": {"text": "support", "query": "support"},
+}
+
+
+@pytest.mark.parametrize("tool", list(DOCUMENT_CALLS))
+async def test_a_document_tool_for_an_ordinary_question_is_not_followed(tool: str) -> None:
+    """A small model picks a document tool for a plain question: the offline rule sees no
+    document request, so the question is answered from the sources searched with it, and no
+    document list is shown. No second routing call either."""
+    store, kb = docs(), kb_source("pl-2026-de")
+    model = ScriptedChatModel(responses=[
+        tool_call(tool, DOCUMENT_CALLS[tool]),
+        judgement("HIGH", True),
+        text("Support kommt per E-Mail innerhalb von 8 Stunden [1]."),
+        JUDGED_SUPPORTED,
+    ])
+    result = await aask("How fast is support?", graph=graph(model, store, kb), context=CTX)
+    assert result.result_type == "answer"
+    assert (result.documents, result.search) == (None, None)
+    assert store.queries == []  # negative control: the document intent would search the store
+    assert kb.queries == ["How fast is support?"]  # fixed routing with the question itself
+    assert any(t.decision == "document_intent_not_confirmed" for t in result.trail)
+    assert any(t.decision == "intent:ask" and t.detail.startswith("rule:") for t in result.trail)
+    # routing, judgement, answer, support check: no second routing or tool-choice call
+    assert result.usage.llm_calls == model.calls == 4
+
+
+async def test_a_document_tool_stands_where_the_rule_sees_a_document_request() -> None:
+    """The same call for a request the rule reads as a search: the model's criteria are used."""
+    store, kb = docs(), kb_source()
+    model = ScriptedChatModel(responses=[tool_call("search_documents", {"text": "Preisliste"})])
+    result = await aask("Find the price lists", graph=graph(model, store, kb), context=CTX)
+    assert result.result_type == "search"
+    assert [q.text for q in store.queries] == ["Preisliste"]  # the model's, not the rule's
+    assert not any(t.decision == "document_intent_not_confirmed" for t in result.trail)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "confirmed"),
+    [
+        ("Find the price lists", True),  # the rule's own search
+        ("find the 2026 contracts and summarise their notice periods", True),
+        ("How fast is support?", False),
+        ("Can you get me a book from another library?", False),
+        ("Which contracts were signed in 2026?", False),  # a question, not a find/list request
+        ("wifi password?", False),  # too short to tell: the rule decides
+        ("Finde die Preislisten und vergleiche den Support", True),  # not English: the model's
+        ("Найди немецкие прайс-листы и сравни условия поддержки", True),
+        ("Busca los contratos de 2024 y compara los precios", True),
+    ],
+)
+def test_which_document_intents_stand(request_text: str, confirmed: bool) -> None:
+    assert confirms_documents(request_text, TODAY) is confirmed
 
 
 # --- the selection ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,8 @@ from evals.splits import article_of, select
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
 from grounded_agent.judge import MODEL_DIR, Judge, JudgeError, load_judge
+from grounded_agent.judge.reading import Reading, judge_veto, read
 from grounded_agent.schemas import Confidence
-from grounded_agent.scoring import judge_veto
 from tests.fakes import (
     ScriptedChatModel,
     ScriptedSource,
@@ -82,17 +83,55 @@ HIGH = Confidence(level="HIGH", can_answer=True, reason="rules")
 
 
 def test_the_veto_keeps_an_answer_whose_quoted_sentence_answers() -> None:
-    assert judge_veto(QUESTION, [LOANS], HIGH, load_judge(), 0.5) is HIGH
+    assert judge_veto(QUESTION, [LOANS], HIGH, load_judge(), 0.5, 1.0) is HIGH
 
 
 def test_the_veto_turns_an_answer_quoting_no_answer_into_an_abstention() -> None:
-    vetoed = judge_veto(QUESTION, [CAFE], HIGH, load_judge(), 0.5)
+    vetoed = judge_veto(QUESTION, [CAFE], HIGH, load_judge(), 0.5, 1.0)
     assert vetoed.level == "NOT_RELEVANT" and not vetoed.can_answer
     assert "trained judge" in vetoed.reason
     # negative control: at 0 the veto is off, and an abstention is never turned into an answer
-    assert judge_veto(QUESTION, [CAFE], HIGH, load_judge(), 0.0) is HIGH
+    assert judge_veto(QUESTION, [CAFE], HIGH, load_judge(), 0.0, 1.0) is HIGH
     low = Confidence(level="NOT_RELEVANT", reason="rules")
-    assert judge_veto(QUESTION, [LOANS], low, load_judge(), 0.0) is low
+    assert judge_veto(QUESTION, [LOANS], low, load_judge(), 0.0, 0.0) is low
+
+
+class ScriptedJudge(Judge):
+    """Scores sentences from a table: the decision under test is the policy, not the model."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+        self.manifest = load_judge().manifest
+
+    def score(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]:
+        return [self.scores.get(sentence, 0.0) for _, sentence in candidates]
+
+
+LIST = "Members can borrow books, DVDs and board games."
+DISAGREE = ScriptedJudge({LIST: 0.2, ANSWER: 0.4, OTHER: 0.9})
+LOANS_AND_CAFE = finding(source_id="loans", title="Borrowing", score=0.9,
+                         text=f"{LIST} {ANSWER} {OTHER}")
+
+
+def test_the_reading_scores_every_sentence_the_rules_could_quote() -> None:
+    assert read(QUESTION, [LOANS_AND_CAFE], DISAGREE) == Reading(quoted=0.4, best=0.9)
+    # the real judge agrees with the rules here: the quoted sentence is its best
+    real = read(QUESTION, [LOANS], load_judge())
+    assert real.quoted == real.best > 0.5
+
+
+def test_an_answer_the_judge_rates_clearly_below_another_sentence_is_withdrawn() -> None:
+    withdrawn = judge_veto(QUESTION, [LOANS_AND_CAFE], HIGH, DISAGREE, 0.0, 0.3)
+    assert withdrawn.level == "NOT_RELEVANT" and "another sentence" in withdrawn.reason
+    # negative controls: a margin wider than the gap keeps it, and so does 1 (off)
+    assert judge_veto(QUESTION, [LOANS_AND_CAFE], HIGH, DISAGREE, 0.0, 0.6) is HIGH
+    assert judge_veto(QUESTION, [LOANS_AND_CAFE], HIGH, DISAGREE, 0.0, 1.0) is HIGH
+    assert judge_veto(QUESTION, [LOANS], HIGH, load_judge(), 0.0, 0.0) is HIGH
+
+
+def test_the_margin_is_validated() -> None:
+    with pytest.raises(ValueError, match="judge_margin"):
+        Context(sources=["knowledge_base"], judge_margin=1.5)
 
 
 async def test_offline_the_vetoed_question_is_not_found_with_the_passage_listed() -> None:

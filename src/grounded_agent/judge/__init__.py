@@ -3,7 +3,7 @@
 A sentence-level cross-encoder trained in this project (scripts/train_judge.py) from the shipped
 all-MiniLM-L6-v2 weights, shipped as int8 ONNX with its tokenizer and manifest, run on ONNX
 Runtime: no torch at question time. Offline it vetoes answers whose quoted sentences it finds do
-not answer (scoring.judge_veto).
+not answer, or where it rates another sentence clearly higher (judge.reading).
 """
 
 from __future__ import annotations
@@ -28,8 +28,11 @@ class Manifest:
     """What the shipped model was trained on and the veto chosen on its tuning split."""
 
     veto: float
-    """The least probability the sentences an offline answer quotes must get (scoring.judge_veto);
+    """The least probability the sentences an offline answer quotes must get (judge.reading.judge_veto);
     chosen by benchmarks/calibrate_judge.py on the tuning split."""
+    margin: float
+    """How much higher the judge may rate another sentence of the passages than the quoted ones
+    (judge.reading.judge_veto); chosen with the veto."""
     max_len: int
     train_articles: frozenset[str]
     tune_articles: frozenset[str]
@@ -43,6 +46,7 @@ class Manifest:
         articles = raw.get("articles", {})
         return cls(
             veto=float(raw.get("veto", 0.0)),
+            margin=float(raw.get("margin", 1.0)),
             max_len=int(raw.get("max_len", 96)),
             train_articles=frozenset(articles.get("train", [])),
             tune_articles=frozenset(articles.get("tune", [])),

@@ -1,9 +1,8 @@
-"""Small helpers the nodes share: trail entries, structured decision logs, the run's Context."""
+"""Small helpers the nodes share: the run's Context, the tool outcomes in state, and the trail
+entry (`step`, which lives in trail.py so that model_calls can write one too)."""
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,14 +11,12 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import (
     CLIENT_CONFIGURABLE,
-    MAX_ATTEMPTS,
     Context,
     context_from_config,
 )
 from grounded_agent.schemas import ToolOutcome
 from grounded_agent.state import turn_of
-
-log = logging.getLogger("grounded_agent.decisions")
+from grounded_agent.trail import step as step
 
 
 def ctx_of(runtime: Runtime[Context] | None) -> Context:
@@ -35,23 +32,6 @@ def ctx_of(runtime: Runtime[Context] | None) -> Context:
     except RuntimeError:  # outside a runnable context
         configurable = {}
     return context_from_config(configurable, allowed=CLIENT_CONFIGURABLE)
-
-
-def step(
-    state: Mapping[str, Any], node: str, decision: str, detail: str = "", **fields: Any
-) -> dict[str, Any]:
-    """A trail entry, and one structured log line for the same decision."""
-    turn = turn_of(state)
-    attempt = int(turn.get("attempt") or 1)
-    record = {
-        "run_id": turn.get("run_id"),
-        "node": node,
-        "attempt": f"{attempt}/{turn.get('attempt_cap') or MAX_ATTEMPTS}",
-        "decision": decision,
-        **fields,
-    }
-    log.info(json.dumps(record, default=str, ensure_ascii=False))
-    return {"node": node, "attempt": attempt, "decision": decision, "detail": detail}
 
 
 def nonempty(**fields: Any) -> dict[str, Any]:

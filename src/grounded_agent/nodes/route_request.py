@@ -5,7 +5,10 @@ the two document tools (search_documents, search_and_ask). A source-tool call is
 intent, and its calls are handed to call_tools as they are (the routing call is the first
 attempt's tool choice, not a second call). A document-tool call's arguments are validated in
 code; a refused one is shown to the model once more; a second refusal or a failed call falls
-back to the offline rule (`intents.offline_intent`), which offline mode uses alone.
+back to the offline rule (`intents.offline_intent`), which offline mode uses alone. A valid
+document-tool call stands only where the offline rule agrees (`intents.confirms_documents`): a
+small model picks the document tools for ordinary questions; otherwise the rule routes the request
+and the sources are searched with the question, with no further call.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from grounded_agent.intents import (
     RESULT_TYPES,
     ROUTER_TOOLS,
     Decision,
+    confirms_documents,
     decide,
     document_tool_specs,
     offline_intent,
@@ -166,7 +170,7 @@ class _Router:
             for c in others:
                 self._reject(str(c.get("name") or ""), "only one tool call with a document tool")
             if decision is not None:
-                return decision, []
+                return self._confirmed(decision)
             reason = why or "invalid arguments"
             self._reject(str(first.get("name")), reason)
             messages += [message, *(
@@ -180,6 +184,19 @@ class _Router:
             )]
         self.trail.append(step(state, "route_request", "router_gave_up",
                                f"no valid document-tool call in {ROUTER_ROUNDS} rounds"))
+        return None, []
+
+    def _confirmed(
+        self, decision: Decision
+    ) -> tuple[Decision | None, list[dict[str, Any]]]:
+        """The model's document intent, or (None, []) where the offline rule does not see a
+        document request: the rule routes it then, and call_tools asks the model no more."""
+        request = str(turn_of(self.state).get("query") or self.state.get("question") or "")
+        if confirms_documents(request, self.today):
+            return decision, []
+        self.trail.append(step(self.state, "route_request", "document_intent_not_confirmed",
+                               f"the model chose {decision.intent}; the request names no "
+                               "documents, so the offline rule routes it", intent=decision.intent))
         return None, []
 
     def _reject(self, name: str, reason: str) -> None:

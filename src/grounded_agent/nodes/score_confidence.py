@@ -14,11 +14,12 @@ from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import Judge
+from grounded_agent.judge.reading import judge_veto
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
 from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
-from grounded_agent.scoring import decisive, judge_veto, local_confidence
+from grounded_agent.scoring import decisive, local_confidence
 from grounded_agent.state import AgentState, Draft, turn_of
 from grounded_agent.structured import structured_call
 
@@ -46,7 +47,7 @@ async def score_confidence(
     verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
-        checked = local.vetted(conf, evidence, local.extract)
+        checked = local.vetted(conf, evidence)
         if checked is conf:
             return _done(state, conf, f"model call skipped: {why}", "deterministic", draft)
         if model is None:  # offline the judge's doubt is final; a model judges it instead
@@ -62,7 +63,8 @@ async def score_confidence(
 @dataclass
 class LocalJudgement:
     """The offline judgement of one question's evidence, over the sentences an answer would quote
-    (built once: the veto, the offline scorer and the draft without a model all read them)."""
+    (built once: the offline scorer and the draft without a model read them; the judge's veto
+    reads them in judge/reading.py)."""
 
     question: str
     evidence: list[Finding]
@@ -73,8 +75,9 @@ class LocalJudgement:
     def __post_init__(self) -> None:
         self.extract = extractive_draft(self.question, self.evidence)
 
-    def vetted(self, conf: Confidence, among: list[Finding], quoted: str) -> Confidence:
-        return judge_veto(self.question, among, conf, self.get_judge(), self.ctx.judge_veto, quoted)
+    def vetted(self, conf: Confidence, among: list[Finding]) -> Confidence:
+        return judge_veto(self.question, among, conf, self.get_judge(), self.ctx.judge_veto,
+                          self.ctx.judge_margin)
 
     def verdict(self) -> Confidence:
         """The offline verdict; what reached the model only for the model to judge does not
@@ -84,7 +87,7 @@ class LocalJudgement:
                   else extractive_draft(self.question, kept))
         conf = local_confidence(self.question, kept, self.ctx.found_threshold,
                                 self.ctx.low_threshold, quoted)
-        return offline_verdict(self.vetted(conf, kept, quoted))
+        return offline_verdict(self.vetted(conf, kept))
 
 
 @dataclass

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from grounded_agent.inputs import text_problem
 from grounded_agent.loaders import SUFFIXES, iter_files, load_file
 from grounded_agent.loaders.base import (
     FileError,
@@ -253,8 +254,6 @@ def content_hash(doc: SourceDocument) -> str:
 def refuse_unstorable(doc: SourceDocument) -> None:
     """IngestError, before anything is embedded, for text PostgreSQL cannot store: a NUL
     character, or a lone surrogate (an unpaired escape in JSON Lines)."""
-    from grounded_agent.schemas import text_problem
-
     def strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
         if isinstance(value, str):
             yield where, value

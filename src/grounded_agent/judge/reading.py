@@ -1,0 +1,94 @@
+"""What the offline judge reads of an answer the rules would give, and when that answer stands.
+
+Two readers look at the same passages: the rules choose the sentences an offline answer quotes
+(extractive.py), the trained judge scores every sentence they could have chosen. The answer stands
+only when the judge finds the quoted sentences answer the question (`veto`) and rates no other
+sentence of those passages clearly higher (`margin`): where the two readers disagree, neither is
+trusted, and the agent abstains with the passages listed rather than quote the wrong one. Both
+cut-offs are chosen on the judge's tuning split (benchmarks/calibrate_judge.py) and kept in its
+manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from grounded_agent.citations import split_claims
+from grounded_agent.extractive import READ_PASSAGES, extractive_draft
+from grounded_agent.judge import Judge
+from grounded_agent.schemas import Confidence, Finding
+from grounded_agent.text import answer_units, looks_like_instruction
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The judge's probability for the sentences the answer quotes (their best) and for the best
+    sentence of the passages the rules chose among."""
+
+    quoted: float
+    best: float
+
+
+def quoted_sentences(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(title, sentence) of each sentence the offline answer would quote, read by the same claim
+    parser as every draft."""
+    found = list(evidence)
+    claims, _ = split_claims(extractive_draft(question, found), found)
+    return [
+        (found[c.markers[0] - 1].title if c.markers and c.markers[0] <= len(found) else "", c.text)
+        for c in claims
+        if c.text.strip()
+    ]
+
+
+def candidate_sentences(evidence: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(title, sentence) of every sentence the rules could have quoted."""
+    return [
+        (f.title, s)
+        for f in list(evidence)[:READ_PASSAGES]
+        for s in answer_units(f.text)
+        if not looks_like_instruction(s)
+    ]
+
+
+def read(question: str, evidence: Sequence[Finding], judge: Judge) -> Reading:
+    candidates = candidate_sentences(evidence)
+    # a claim comes back from the parser with its spacing changed ("days ." for "days."): the
+    # candidate it was quoted from is scored, so one sentence never gets two scores
+    as_written = {(title, "".join(s.split())): (title, s) for title, s in candidates}
+    quoted = [as_written.get((title, "".join(s.split())), (title, s))
+              for title, s in quoted_sentences(question, evidence)]
+    pairs = list(dict.fromkeys([*quoted, *candidates]))
+    scores = dict(zip(pairs, judge.score(question, pairs), strict=True))
+    return Reading(
+        quoted=max((scores[p] for p in quoted), default=0.0),
+        best=max(scores.values(), default=0.0),
+    )
+
+
+def judge_veto(
+    question: str,
+    evidence: Sequence[Finding],
+    conf: Confidence,
+    judge: Judge,
+    veto: float | None = None,
+    margin: float | None = None,
+) -> Confidence:
+    """An answer the rules allow, unless the judge finds its quoted sentences do not answer, or
+    finds another sentence answers clearly better (the manifest's cut-offs when None)."""
+    cut = judge.manifest.veto if veto is None else veto
+    gap = judge.manifest.margin if margin is None else margin
+    if not conf.can_answer or (cut <= 0.0 and gap >= 1.0):  # both off
+        return conf
+    reading = read(question, evidence, judge)
+    if reading.quoted < cut:
+        why = (f"the trained judge finds the sentences an answer would quote do not answer it "
+               f"({reading.quoted:.2f} < {cut:.2f})")
+    elif reading.best - reading.quoted > gap:
+        why = (f"the trained judge rates another sentence of the passages above the ones an "
+               f"answer would quote ({reading.best:.2f} vs {reading.quoted:.2f}): the offline "
+               f"reading is not sure which one answers")
+    else:
+        return conf
+    return Confidence(level="NOT_RELEVANT", reason=why)
