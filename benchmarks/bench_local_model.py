@@ -77,9 +77,13 @@ def sampled_kb(kb: Path, per_kind: int | None, seed: int, into: Path) -> Path:
     return out
 
 
-def run_eval(kb: Path, env: dict[str, str], offline: bool, limits: list[str]) -> dict[str, Any]:
+def run_eval(
+    kb: Path, env: dict[str, str], offline: bool, limits: list[str], report: Path | None = None
+) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "evals", "--kb-dir", str(kb), "--systems", "full_graph",
            "--json", "--no-plots", "--concurrency", "1"]
+    if report is not None:  # the per-question rows, to read what each answer was
+        cmd += ["--report", str(report)]
     if offline:
         cmd.append("--offline")
     else:
@@ -152,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-offline", action="store_true", help="skip the offline runs")
     parser.add_argument("--json", action="store_true", help="rows as JSON lines on stdout")
+    parser.add_argument("--reports", type=Path, default=None,
+                        help="keep each run's eval report (per-question rows) in DIR/<kb>-<mode>")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds per question (default: Context's, 45)")
     parser.add_argument("--model-timeout", type=float, default=None,
@@ -170,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         sampled = [sampled_kb(kb, args.per_kind, args.seed, work / "kbs") for kb in kbs]
         if not args.no_offline:
             for kb in sampled:
-                rows.append(row(kb.name, "offline", run_eval(kb, base_env, True, []), None))
+                rows.append(row(kb.name, "offline", run_eval(
+                    kb, base_env, True, [], _report(args.reports, kb.name, "offline")), None))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         log = work / "server.log"
         if args.base_url:
@@ -185,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                 mode += " (" + " ".join(limits).replace("--", "") + ")"
             for kb in sampled:
                 before = _count_500(log)
-                report = run_eval(kb, env, False, limits)
+                report = run_eval(kb, env, False, limits,
+                                  _report(args.reports, kb.name, args.engine))
                 after = _count_500(log)
                 http_500 = None if before is None or after is None else after - before
                 rows.append(row(kb.name, mode, report, http_500))
@@ -196,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_table(rows)
     return 0
+
+
+def _report(reports: Path | None, kb: str, mode: str) -> Path | None:
+    return None if reports is None else (reports / f"{kb}-{mode}").resolve()
 
 
 @contextmanager

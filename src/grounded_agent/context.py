@@ -59,6 +59,18 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+def _env_seconds(name: str, default: float) -> float:
+    """A time limit from the environment: a slow local model (a small one on two cores) needs
+    more than the defaults, which suit a hosted one, in the CLI and the server as well."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw[:40]!r}") from None
+
+
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run. Every field has a default and a description so Studio can show it."""
@@ -137,16 +149,19 @@ class Context:
         },
     )
     time_budget_s: float = field(
-        default=45.0, metadata={"description": "Wall-clock budget per question, in seconds."}
+        default_factory=lambda: _env_seconds("GROUNDED_AGENT_TIME_BUDGET_S", 45.0),
+        metadata={"description": "Wall-clock budget per question, in seconds "
+                  "(GROUNDED_AGENT_TIME_BUDGET_S)."},
     )
     tool_timeout_s: float = field(
         default=12.0, metadata={"description": "Timeout of one source call, in seconds."}
     )
     model_timeout_s: float = field(
-        default=20.0,
+        default_factory=lambda: _env_seconds("GROUNDED_AGENT_MODEL_TIMEOUT_S", 20.0),
         metadata={
             "description": "Timeout of one model call, in seconds (within what the time budget "
-            "leaves): one slow reply must not spend the whole question's budget."
+            "leaves): one slow reply must not spend the whole question's budget "
+            "(GROUNDED_AGENT_MODEL_TIMEOUT_S)."
         },
     )
     judgement_max_tokens: int = field(
@@ -237,8 +252,9 @@ class Context:
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources))
-        if not float(self.model_timeout_s) > 0:
-            raise ValueError("model_timeout_s must be above 0")
+        for name in ("time_budget_s", "model_timeout_s"):
+            if not float(getattr(self, name)) > 0:  # also refuses nan
+                raise ValueError(f"{name} must be above 0")
         if self.flagged_documents not in FLAGGED_DOCUMENTS:
             raise ValueError(
                 f"flagged_documents must be one of {', '.join(FLAGGED_DOCUMENTS)}, "

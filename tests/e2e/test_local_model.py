@@ -89,9 +89,15 @@ def _tail(log: Path) -> str:
     return log.read_text(errors="replace")[-2000:] if log.is_file() else ""
 
 
+LIMITS = {"GROUNDED_AGENT_TIME_BUDGET_S": "300", "GROUNDED_AGENT_MODEL_TIMEOUT_S": "120"}
+"""Generous limits (defaults 45 s and 20 s): on a slow or shared CI machine a 0.5B model's cold
+2,500-token prompt alone can take 20-30 s, and these tests check what the agent does with the
+model's replies, not how fast two cores are (bench_local_model.py measures that)."""
+
+
 def env_for(home: Path, server: dict[str, Any]) -> dict[str, str]:
     return {**child_env(home), "OPENAI_BASE_URL": server["base_url"],
-            "OPENAI_API_KEY": "local", "GROUNDED_AGENT_MODEL": server["model"]}
+            "OPENAI_API_KEY": "local", "GROUNDED_AGENT_MODEL": server["model"], **LIMITS}
 
 
 def http_500s(server: dict[str, Any]) -> list[str]:
@@ -118,7 +124,7 @@ def test_the_python_api_answers_and_abstains(ingested_home: Path, server: dict[s
     )
     done = subprocess.run(
         [sys.executable, "-c", script, PRICE[0], OFF_TOPIC],
-        env=env_for(ingested_home, server), cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env=env_for(ingested_home, server), cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     price, off = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
@@ -133,7 +139,7 @@ def test_the_cli_answers_through_the_local_model(
 ) -> None:
     done = subprocess.run(
         [str(GROUNDED_AGENT), "ask", PRICE[0], "--json"],
-        env=env_for(ingested_home, server), cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=env_for(ingested_home, server), cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     check_answered(json.loads(done.stdout), PRICE[1], PRICE[2])
@@ -152,7 +158,7 @@ def test_the_endpoint_answers_through_the_local_model(
                             env_for(ingested_home, server), url, "/healthz", log)
         try:
             r = httpx.post(f"{url}/agent/invoke", json={"input": {"question": PRICE[0]}},
-                           timeout=300)
+                           timeout=600)
         finally:
             stop_server(proc)
     assert r.status_code == 200, r.text

@@ -158,3 +158,33 @@ def test_invalid_utf8_in_ids_exits_2_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("grounded-agent: invalid input: ")
     assert "Error" not in err and ("thread_id" in err or "document id" in err)
+
+
+def test_time_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow local model needs longer limits in the CLI and the server too, which take no
+    Context from their caller; an explicit Context value still wins."""
+    from grounded_agent.context import Context
+
+    monkeypatch.setenv("GROUNDED_AGENT_TIME_BUDGET_S", "300")
+    monkeypatch.setenv("GROUNDED_AGENT_MODEL_TIMEOUT_S", "120.5")
+    ctx = Context()
+    assert (ctx.time_budget_s, ctx.model_timeout_s) == (300.0, 120.5)
+    assert Context(model_timeout_s=5).model_timeout_s == 5
+    monkeypatch.delenv("GROUNDED_AGENT_TIME_BUDGET_S")
+    monkeypatch.delenv("GROUNDED_AGENT_MODEL_TIMEOUT_S")
+    assert (Context().time_budget_s, Context().model_timeout_s) == (45.0, 20.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [("soon", "GROUNDED_AGENT_MODEL_TIMEOUT_S must be a number of seconds, not 'soon'"),
+     ("0", "model_timeout_s must be above 0"), ("nan", "model_timeout_s must be above 0")],
+)
+def test_a_bad_time_limit_in_the_environment_is_one_sentence(
+    monkeypatch: pytest.MonkeyPatch, value: str, needle: str
+) -> None:
+    from grounded_agent.context import Context
+
+    monkeypatch.setenv("GROUNDED_AGENT_MODEL_TIMEOUT_S", value)
+    with pytest.raises(ValueError, match="^" + needle):
+        Context()
