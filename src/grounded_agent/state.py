@@ -114,22 +114,16 @@ class Turn(TypedDict, total=False):
     draft: Draft | None
 
 
-APPENDED = ("outcomes", "rejected_calls")
-"""Turn fields a node's update extends rather than replaces."""
-
-
 def merge_turn(left: Turn | None, right: Mapping[str, Any] | None) -> Turn:
-    """A node's update to the turn: its fields replace the held ones (APPENDED ones extend them);
-    an update holding the RESET key is a new turn and replaces the old one whole."""
+    """A node's update to the turn: the fields it holds replace the held ones (a node that adds
+    outcomes writes the whole list); an update holding the RESET key is a new turn and replaces
+    the old one whole."""
     if not right:
         return dict(left or {})  # type: ignore[return-value]
     update = dict(right)
     if update.pop(RESET, False):
         return update  # type: ignore[return-value]
-    merged: dict[str, Any] = dict(left or {})
-    for key, value in update.items():
-        merged[key] = [*(merged.get(key) or []), *value] if key in APPENDED else value
-    return merged  # type: ignore[return-value]
+    return {**(left or {}), **update}  # type: ignore[typeddict-item]
 
 
 def new_turn(**fields: Any) -> dict[str, Any]:

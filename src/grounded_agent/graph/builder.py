@@ -20,6 +20,7 @@ from grounded_agent.graph.routing import (
     route_after_request,
     route_after_search,
 )
+from grounded_agent.graph.search import build_search_graph
 from grounded_agent.nodes.answer import answer
 from grounded_agent.nodes.call_tools import call_tools
 from grounded_agent.nodes.check_citations import check_citations
@@ -30,7 +31,6 @@ from grounded_agent.nodes.prepare_question import prepare_question
 from grounded_agent.nodes.reformulate_query import reformulate_query
 from grounded_agent.nodes.route_request import route_request
 from grounded_agent.nodes.score_confidence import score_confidence
-from grounded_agent.nodes.search_documents import search_documents
 from grounded_agent.nodes.translate_answer import translate_answer
 from grounded_agent.schemas import AgentResult
 from grounded_agent.state import AgentState, InputState
@@ -83,7 +83,7 @@ def compile_graph(
     builder.add_node("translate_answer", partial(translate_answer, deps=deps))
     builder.add_node("answer", answer)
     builder.add_node("route_request", partial(route_request, deps=deps))
-    builder.add_node("search_documents", partial(search_documents, deps=deps))
+    builder.add_node("search_documents", build_search_graph(deps))  # a subgraph
     builder.add_node("mark_coverage", mark_coverage)
 
     # validate input and start a clean turn before anything is spent
