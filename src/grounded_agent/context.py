@@ -217,6 +217,14 @@ class Context:
     answer_system_prompt: str = field(
         default=ANSWER_SYSTEM, metadata={"description": "System prompt of the answer step."}
     )
+    choose_one_source: bool = field(
+        default=False,
+        metadata={
+            "description": "LLM mode: ask the model to choose the search even when one source is "
+            "enabled and the request is a question the offline rule reads (it could only reword "
+            "the query); False searches that source with the query and saves the call."
+        },
+    )
     judge_support: bool = field(
         default=True,
         metadata={

@@ -279,7 +279,7 @@ async def test_decision_following_model_takes_the_agents_path() -> None:
     model = DecisionFollowingModel()
     graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
     result = await aask("In what country is Normandy located?", graph=graph,
-                        context=Context(sources=["knowledge_base"]))
+                        context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert result.status in ("answered", "answered_with_caveat")
     assert "France" in result.answer and result.citations[0].source_id == "Normans#0"
     assert result.usage.llm_calls == sum(model.calls.values())
@@ -694,7 +694,7 @@ async def test_run_question_records_rank_best_score_and_cited_versions() -> None
             return [old]
 
     rows, rank, best = await run_question(
-        FEE_2026, store=Store(), graph=None, ctx=Context(sources=["knowledge_base"]),  # type: ignore[arg-type]
+        FEE_2026, store=Store(), graph=None, ctx=Context(sources=["knowledge_base"], choose_one_source=True),  # type: ignore[arg-type]
         systems=["thresholds_only", "plain_rag"],
     )
     assert rank is None and best == 0.9  # the gold version is not in the search

@@ -22,7 +22,7 @@ from tests.fakes import (
 PRO = (
     "The Pro plan costs 49 EUR per user per month. It includes priority support and single sign-on."
 )
-CTX = Context(sources=["knowledge_base"])
+CTX = Context(sources=["knowledge_base"], choose_one_source=True)
 
 
 def graph(model, **sources):  # type: ignore[no-untyped-def]
@@ -53,6 +53,56 @@ async def test_found_answers_in_two_model_calls() -> None:
     from datetime import date
 
     assert date.today().isoformat() in str(model.received[0][0].content)
+
+
+async def test_one_source_and_a_question_is_answered_in_one_model_call() -> None:
+    """With one source there is one search to run: the model is not asked to choose it."""
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
+    model = ScriptedChatModel(responses=[text("The Pro plan costs 49 EUR per user per month [1].")])
+    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb),
+                        context=Context(sources=["knowledge_base"]))
+    assert result.status == "answered" and result.citations[0].source_id == "doc-1"
+    assert model.calls == 1 and result.usage.llm_calls == 1
+    assert kb.queries == ["What does the Pro plan cost?"]
+    assert any(t.decision == "tools_chosen_without_model" for t in result.trail)
+
+
+async def test_two_sources_still_let_the_model_choose() -> None:
+    """The negative control: with a second source the model chooses the searches."""
+    kb = ScriptedSource(
+        "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))]
+    )
+    web = ScriptedSource("web", [not_found("web")])
+    model = ScriptedChatModel(responses=[
+        tool_call("knowledge_base", {"query": "Pro plan price"}),
+        text("The Pro plan costs 49 EUR per user per month [1]."),
+    ])
+    result = await aask("What does the Pro plan cost?", graph=graph(model, knowledge_base=kb, web=web),
+                        context=Context(sources=["knowledge_base", "web"]))
+    assert model.calls == 2 and kb.queries == ["Pro plan price"]
+    assert not any(t.decision == "tools_chosen_without_model" for t in result.trail)
+
+
+@pytest.mark.parametrize(
+    ("requested", "asked", "expected"),
+    [
+        (["knowledge_base"], "What does the Pro plan cost?", True),
+        (["wikipedia"], "Who founded Lumenary?", True),
+        (["knowledge_base", "web"], "What does the Pro plan cost?", False),
+        (["knowledge_base"], "Find the price lists from 2025", False),  # a document request
+        (["knowledge_base"], "Wie viel kostet der Pro-Tarif pro Nutzer?", False),  # not read
+    ],
+)
+def test_the_tool_choice_skips_the_model_only_when_nothing_is_left_to_choose(
+    requested: list[str], asked: str, expected: bool
+) -> None:
+    from datetime import date
+
+    from grounded_agent.nodes.route_request import nothing_to_choose
+
+    assert nothing_to_choose(requested, asked, date(2026, 6, 1)) is expected
 
 
 async def test_low_then_reformulate_then_found() -> None:
@@ -183,7 +233,7 @@ async def test_unparseable_confidence_output_becomes_the_offline_verdict_after_o
             text("still prose"),
         ]
     )
-    ctx = Context(sources=["knowledge_base"], max_attempts=1)
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True, max_attempts=1)
     result = await aask(
         "What does the Pro plan cost?", graph=graph(model, knowledge_base=kb()), context=ctx
     )
@@ -420,7 +470,7 @@ async def test_failed_model_calls_count_against_the_cap() -> None:
     weak = found("knowledge_base", finding(source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6))
     kb = ScriptedSource("knowledge_base", [weak, weak])
     model = _BrokenModel(responses=[])
-    ctx = Context(sources=["knowledge_base"], max_model_calls=2)
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True, max_model_calls=2)
     result = await aask("What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb), context=ctx)
     assert model.calls <= 2
     assert result.usage.llm_calls == model.calls
@@ -520,7 +570,7 @@ async def test_a_failed_source_does_not_hide_the_closest_documents_of_a_working_
     strict = await aask(
         "When do you shut on New Year's Eve?", sources=["knowledge_base", "web"],
         graph=graph(None, knowledge_base=kb, web=web),
-        context=Context(sources=["knowledge_base"], closest_threshold=0.5),
+        context=Context(sources=["knowledge_base"], choose_one_source=True, closest_threshold=0.5),
     )
     assert strict.closest == []
 
@@ -564,7 +614,7 @@ async def test_with_the_model_floor_at_the_offline_one_the_weak_passage_is_turne
             text("premium tier price"),
         ]
     )
-    ctx = Context(sources=["knowledge_base"], model_low_threshold=0.55)
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True, model_low_threshold=0.55)
     result = await aask(
         "How much is the premium tier a month?",
         graph=graph(model, knowledge_base=_weak_kb()), context=ctx,

@@ -25,7 +25,7 @@ from tests.fakes import (
     tool_call,
 )
 
-CTX = Context(sources=["knowledge_base"])
+CTX = Context(sources=["knowledge_base"], choose_one_source=True)
 TODAY = date.today()
 
 SUPPORT = {

@@ -131,19 +131,19 @@ def test_an_answer_the_judge_rates_clearly_below_another_sentence_is_withdrawn()
 
 def test_the_margin_is_validated() -> None:
     with pytest.raises(ValueError, match="judge_margin"):
-        Context(sources=["knowledge_base"], judge_margin=1.5)
+        Context(sources=["knowledge_base"], choose_one_source=True, judge_margin=1.5)
 
 
 async def test_offline_the_vetoed_question_is_not_found_with_the_passage_listed() -> None:
     kb = ScriptedSource("knowledge_base", [found("knowledge_base", LOANS)])
     graph = build_graph(chat_model=None, tools={"knowledge_base": kb.tool()})
     strict = await aask(QUESTION, graph=graph,
-                        context=Context(sources=["knowledge_base"], judge_veto=0.99))
+                        context=Context(sources=["knowledge_base"], choose_one_source=True, judge_veto=0.99))
     assert strict.status == "not_found" and strict.citations == []
     assert [p.source_id for p in strict.closest] == ["loans"]
     assert any("trained judge" in t.detail for t in strict.trail if t.node == "score_confidence")
     off = await aask(QUESTION, graph=graph,
-                     context=Context(sources=["knowledge_base"], judge_veto=0.0))
+                     context=Context(sources=["knowledge_base"], choose_one_source=True, judge_veto=0.0))
     assert off.status == "answered" and "21 days" in off.answer
 
 
@@ -152,7 +152,7 @@ async def test_with_a_model_the_judges_doubt_goes_to_the_model_instead_of_skippi
         kb = ScriptedSource("knowledge_base", [found("knowledge_base", LOANS)])
         model = ScriptedChatModel(responses=replies)
         graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
-        ctx = Context(sources=["knowledge_base"], judge_veto=veto)
+        ctx = Context(sources=["knowledge_base"], choose_one_source=True, judge_veto=veto)
         return model, aask(QUESTION, graph=graph, context=ctx)
 
     call, answer = tool_call("knowledge_base", {"query": "loan period"}), text(f"{ANSWER} [1]")

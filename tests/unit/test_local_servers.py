@@ -17,7 +17,7 @@ from grounded_agent.model_calls import text_tool_calls, tool_names
 from tests.fakes import ScriptedChatModel, ScriptedSource, finding, found, text, tool_call
 
 PRO = "The Pro plan costs 49 EUR per user per month. It includes priority support."
-CTX = Context(sources=["knowledge_base"])
+CTX = Context(sources=["knowledge_base"], choose_one_source=True)
 TOOLS = [{"type": "function", "function": {"name": "knowledge_base", "parameters": {}}}]
 DIALOG = [
     HumanMessage("q"),
@@ -168,7 +168,7 @@ async def test_each_step_asks_for_its_own_token_limit() -> None:
         tool_call("knowledge_base", {"query": "Pro plan price"}),
         text("The Pro plan costs 49 EUR per user per month [1]."),
     ])
-    ctx = Context(sources=["knowledge_base"], judgement_max_tokens=111, answer_max_tokens=333)
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True, judgement_max_tokens=111, answer_max_tokens=333)
     graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
     result = await aask("What does the Pro plan cost?", graph=graph, context=ctx)
     assert result.status == "answered"

@@ -283,7 +283,7 @@ async def test_the_confidence_step_succeeds_on_every_server_kind(
         "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.7))]
     )
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
-    result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"]))
+    result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert result.confidence.level == "HIGH"
     assert any(t.node == "score_confidence" and "(model)" in t.decision for t in result.trail)
     assert result.status in ("answered", "answered_with_caveat")
@@ -302,7 +302,7 @@ async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
         "knowledge_base", [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.7))]
     )
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
-    result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"]))
+    result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert len(double.requests) == result.usage.llm_calls == 3 < MAX_MODEL_CALLS
     assert double.steps() == ["call_tools", "score_confidence", "score_confidence"]
     assert result.confidence.level == "NOT_RELEVANT"

@@ -41,7 +41,7 @@ async def test_injected_page_cannot_add_tools_links_or_facts() -> None:
     with respx.mock(base_url="https://api.tavily.com") as router:
         router.post("/search").mock(return_value=httpx.Response(200, json=tavily_body("search_injection.json")))
         graph = build_graph(chat_model=model, tools={"web": web_tool(best=0.7)})
-        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context(max_attempts=1))
+        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context(max_attempts=1, choose_one_source=True))
     # the only tools ever offered were the allow-listed ones
     assert [t["function"]["name"] for t in model.bound_tools[0]] == ["web"]
     assert all(t == [ConfidenceJudgement] for t in model.bound_tools[1:])
@@ -68,7 +68,7 @@ async def test_injected_link_is_removed_from_the_answer() -> None:
     with respx.mock(base_url="https://api.tavily.com") as router:
         router.post("/search").mock(return_value=httpx.Response(200, json=tavily_body("search_injection.json")))
         graph = build_graph(chat_model=model, tools={"web": web_tool()})
-        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context())
+        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context(choose_one_source=True))
     assert "Canberra" in result.answer
     assert "evil.example" not in result.answer
     assert "http" not in result.answer.replace(result.citations[0].url or "", "")
@@ -80,7 +80,7 @@ async def test_offline_extract_quotes_no_injected_instruction() -> None:
     with respx.mock(base_url="https://api.tavily.com") as router:
         router.post("/search").mock(return_value=httpx.Response(200, json=tavily_body("search_injection.json")))
         graph = build_graph(chat_model=None, tools={"web": web_tool()})
-        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context())
+        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context(choose_one_source=True))
     assert result.status == "answered"
     assert "Canberra" in result.answer
     for bad in ("Sydney", "evil.example", "Ignore previous", "delete_all"):
@@ -113,7 +113,7 @@ async def test_keys_never_appear_in_logs_errors_trail_or_output(
             "detail": {"error": f"Invalid API key {TAVILY_KEY}"}}))
         graph = build_graph(chat_model=model, tools={"web": make_web_search_tool(
             KeywordScorer(), backoff_s=0.0)})
-        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context())
+        result = await aask(QUESTION, sources=["web"], graph=graph, context=Context(choose_one_source=True))
     assert sent, "the model was called with the key from the environment"
     assert result.status == "unavailable"
     dumped = result.model_dump_json() + caplog.text + "".join(str(r.exc_info) for r in caplog.records)

@@ -94,8 +94,15 @@ async def route_request(
     ctx = ctx_of(runtime)
     today = date.today()
     requested = list(turn_of(state).get("requested") or [])
+    query = str(turn_of(state).get("query") or state.get("question") or "")
     model = deps.model(ctx)
     routing = Routing()
+    if model is not None and not ctx.choose_one_source and nothing_to_choose(requested, query, today):
+        routing.trail.append(step(
+            state, "route_request", "tools_chosen_without_model",
+            f"one source ({requested[0]}) and a question: it is searched with the query, and the "
+            "model is not asked to choose"))
+        model = None
     if model is not None:
         tools = await asyncio.to_thread(deps.available_tools, ctx, requested)
         if "knowledge_base" in requested:
@@ -106,8 +113,7 @@ async def route_request(
     if decision is None and "knowledge_base" not in requested:
         decision = Decision("ask", "sources")  # documents are listed from the knowledge base only
     if decision is None:
-        query = turn_of(state).get("query") or state.get("question") or ""
-        decision = offline_intent(str(query), today)
+        decision = offline_intent(query, today)
     routing.trail.append(step(state, "route_request", f"intent:{decision.intent}",
                               f"{decision.how}: {decision.describe()}", intent=decision.intent,
                               how=decision.how))
@@ -118,6 +124,13 @@ async def route_request(
         "warnings": routing.warnings,
         **nonempty(usage=routing.usage),
     }
+
+
+def nothing_to_choose(requested: list[str], query: str, today: date) -> bool:
+    """One source and a request the offline rule reads as a question: the model could only
+    reword the query of the one search there is to run (a document request, or a request the rule
+    cannot read, still goes to the model)."""
+    return len(requested) == 1 and not confirms_documents(query, today)
 
 
 def _apply(
