@@ -77,8 +77,9 @@ async def asearch(
     else:
         deps = Deps(chat_model=None, store=store)
     fields = await build_search_graph(deps).ainvoke(
-        {"search": query.model_dump(mode="json"), "intent": "search"}
+        {"search": query.model_dump(mode="json"), "turn": {"intent": "search"}}
     )
+    fields.pop("turn", None)  # the search's working values, not a result field
     result: dict[str, Any] = {"question": query.text or "", **fields}
     previous = options.get("previous")
     if previous is not None and previous.result_type == "combined":

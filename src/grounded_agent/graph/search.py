@@ -9,7 +9,7 @@ without a model call.
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -18,15 +18,15 @@ from typing_extensions import TypedDict
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.nodes.search_documents import search_documents
-from grounded_agent.state import extend_or_reset
+from grounded_agent.state import Turn, extend_or_reset, merge_turn
 
 
 class SearchInput(TypedDict, total=False):
     """What a search reads: the parameters (a DocumentQuery as JSON) and what they are for."""
 
     search: dict[str, Any] | None
-    intent: Literal["search", "search_and_ask"]
-    run_id: str
+    turn: Annotated[Turn, merge_turn]
+    """The asking turn: its intent (search or search_and_ask) and run id."""
 
 
 class SearchOutput(TypedDict, total=False):
@@ -39,7 +39,8 @@ class SearchOutput(TypedDict, total=False):
     documents: dict[str, Any] | None
     search: dict[str, Any] | None
     sources: list[dict[str, Any]]
-    scope: dict[str, Any] | None
+    turn: Annotated[Turn, merge_turn]
+    """The turn with the scope a search-and-ask answers within."""
     attempts: int
     trail: Annotated[list[dict[str, Any]], extend_or_reset]
 

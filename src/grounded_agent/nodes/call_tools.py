@@ -20,7 +20,7 @@ from grounded_agent.model_calls import remaining_time
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.nodes._scope import scope_calls
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def _default_args(tool: SourceTool, query: str, ctx: Context) -> BaseModel:
 
 def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
     """Attempt 1 asks every requested source; a re-query skips sources that failed technically."""
-    requested = list(state.get("requested") or [])
+    requested = list(turn_of(state).get("requested") or [])
     if attempt == 1:
         return requested
     failed = {o.source for o in outcomes_of(state) if o.status == "error"}
@@ -53,8 +53,9 @@ def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
 async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     """Only allow-listed tools with schema-valid arguments run; everything else is recorded."""
     ctx = ctx_of(runtime)
-    attempt = int(state.get("attempt") or 1)
-    query = str(state.get("query") or state["question"])
+    turn = turn_of(state)
+    attempt = int(turn.get("attempt") or 1)
+    query = str(turn.get("query") or state["question"])
     wanted = _sources_to_query(state, attempt)
     # the first call builds the default tools and loads the embedding model: not on the loop
     tools = await asyncio.to_thread(deps.available_tools, ctx, wanted)
@@ -63,7 +64,7 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         for name in wanted
         if name not in tools  # requested, but this deployment has no such tool
     ]
-    routed = state.get("routed_calls") if attempt == 1 else None  # a re-query: fixed calls
+    routed = turn.get("routed_calls") if attempt == 1 else None  # a re-query: fixed calls
     ai_message = AIMessage(content="", tool_calls=routed) if routed is not None else None
     review = _Review(state, ctx, tools, attempt)
     if ai_message is not None:
@@ -73,21 +74,21 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         )
         review.model_calls(ai_message)
     review.fixed_calls(query)  # every requested source is read, so the report says what was
-    review.calls = scope_calls(review.calls, state.get("scope"))  # the selection, in code
+    review.calls = scope_calls(review.calls, turn.get("scope"))  # the selection, in code
     thresholds = deps.thresholds(ctx)
     outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds) for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
+    records = [
+        ToolCallRecord(attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None}))
+        for cid, o in outcomes
+    ]
+    changed = {"outcomes": [*(turn.get("outcomes") or []), *records],
+               "rejected_calls": [*(turn.get("rejected_calls") or []), *review.rejected]}
     return {
-        "outcomes": [
-            ToolCallRecord(
-                attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None})
-            )
-            for cid, o in outcomes
-        ],
+        "turn": changed,
         "messages": [*_dialog(ai_message, review.calls), *review.tool_messages],
         "queries": [query] if query not in (state.get("queries") or []) else [],
-        "rejected_calls": review.rejected,
         "trail": review.trail,
         "warnings": review.warnings,
     }

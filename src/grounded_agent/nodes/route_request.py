@@ -40,7 +40,7 @@ from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.prompts.route_request import RETRY_TEXT
 from grounded_agent.schemas import SourceName
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ async def route_request(
     source-tool calls."""
     ctx = ctx_of(runtime)
     today = date.today()
-    requested = list(state.get("requested") or [])
+    requested = list(turn_of(state).get("requested") or [])
     model = deps.model(ctx)
     routing = Routing()
     if model is not None:
@@ -106,39 +106,41 @@ async def route_request(
     if decision is None and "knowledge_base" not in requested:
         decision = Decision("ask", "sources")  # documents are listed from the knowledge base only
     if decision is None:
-        decision = offline_intent(str(state.get("query") or state.get("question") or ""), today)
+        query = turn_of(state).get("query") or state.get("question") or ""
+        decision = offline_intent(str(query), today)
     routing.trail.append(step(state, "route_request", f"intent:{decision.intent}",
                               f"{decision.how}: {decision.describe()}", intent=decision.intent,
                               how=decision.how))
     return {
-        **_apply(state, decision, routing.calls if decision.intent == "ask" else None),
+        **_apply(state, decision, routing.calls if decision.intent == "ask" else None,
+                 routing.rejected),
         "trail": routing.trail,
         "warnings": routing.warnings,
-        "rejected_calls": routing.rejected,
         **nonempty(usage=routing.usage),
     }
 
 
 def _apply(
-    state: AgentState, decision: Decision, routed_calls: list[dict[str, Any]] | None
+    state: AgentState, decision: Decision, routed_calls: list[dict[str, Any]] | None,
+    rejected: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The state a decision sets; every intent field is written, so a thread's earlier turn
     leaves nothing behind."""
+    turn: dict[str, Any] = {"intent": decision.intent, "routed_calls": routed_calls,
+                            "scope": None, "rejected_calls": rejected}
     update: dict[str, Any] = {
-        "intent": decision.intent,
-        "routed_calls": routed_calls,
+        "turn": turn,
         "result_type": RESULT_TYPES[decision.intent],
         "search": decision.search.normalised().model_dump(mode="json") if decision.search else None,
         "documents": None,
-        "scope": None,
         "coverage_limited": False,
     }
     if decision.query:
-        update["query"] = decision.query[:500]
+        turn["query"] = decision.query[:500]
     if decision.answer_language and not state.get("language"):
         update["language"] = decision.answer_language
     if decision.intent != "ask":
-        update["requested"] = ["knowledge_base"]  # the selection lives in the knowledge base
+        turn["requested"] = ["knowledge_base"]  # the selection lives in the knowledge base
     return update
 
 
@@ -157,7 +159,7 @@ def _messages(
         system += "\n" + ctx.route_request_system_prompt.format(today=today.isoformat(),
                                                                 year=today.year)
     user = CALL_TOOLS_USER.format(question=state["question"],
-                                  query=state.get("query") or state["question"])
+                                  query=turn_of(state).get("query") or state["question"])
     return [SystemMessage(system), HumanMessage(user)]
 
 
@@ -232,7 +234,7 @@ def _confirmed(
 ) -> Decision | None:
     """The model's document intent, or None where the offline rule does not see a document
     request: the rule routes it then, and the sources are searched with the question."""
-    request = str(state.get("query") or state.get("question") or "")
+    request = str(turn_of(state).get("query") or state.get("question") or "")
     if confirms_documents(request, today):
         return decision
     routing.trail.append(step(state, "route_request", "document_intent_not_confirmed",

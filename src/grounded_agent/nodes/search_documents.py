@@ -18,6 +18,7 @@ from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.documents import DocumentQuery, no_selection_text
 from grounded_agent.nodes._common import step
+from grounded_agent.state import turn_of
 from grounded_agent.store.pages import read_page
 
 
@@ -36,7 +37,7 @@ async def search_documents(
     )
     trail = [step(state, "search_documents", f"listed:{fields['status']}", detail,
                   total=documents.get("total_items"), page=query.page)]
-    if state.get("intent") != "search_and_ask":
+    if turn_of(state).get("intent") != "search_and_ask":
         return {**fields, "attempts": 1, "trail": trail}
     fields["result_type"] = "combined"
     if fields["status"] == "unavailable":
@@ -58,6 +59,6 @@ async def search_documents(
         "result_type": "combined",
         "documents": documents,
         "search": fields["search"],
-        "scope": {k: v for k, v in scope.items() if v},
+        "turn": {"scope": {k: v for k, v in scope.items() if v}},
         "trail": trail,
     }
