@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from evals.scripted import DecisionFollowingModel
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.nodes.answer import format_sources
+from grounded_agent.nodes.draft_answer import format_sources
 from grounded_agent.prompts.answer import ANSWER_SYSTEM, ANSWER_USER
 from grounded_agent.schemas import Finding, ToolOutcome
 from grounded_agent.tools.base import SourceTool

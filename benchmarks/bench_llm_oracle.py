@@ -19,8 +19,9 @@ Per style, the table gives:
   share answered with the gold citation on the quoted sentence: the pipeline's own loss is 1 - it;
 - misattributed: answered questions where a surviving sentence carries a marker it did not close
   in the draft (target 0);
-- model calls per question, mean and worst, as the agent counts them (usage.llm_calls) and as the
-  double received them (HTTP requests, OpenAI-client retries included).
+- model calls per question, mean, best and worst, as the agent counts them (usage.llm_calls) and
+  as the double received them (HTTP requests, OpenAI-client retries included), and the requests
+  per question by the step that sent them.
 
 Needs the SQuAD-derived data (--data, default $GROUNDED_AGENT_EVAL_DATA or ../shared/eval/squad),
 or project knowledge bases (--kb-dir, every answerable question; the checkout has them). There
@@ -153,6 +154,10 @@ def run_style(
         "statuses": dict(Counter(r["status"] for r in rows)),
         "calls_mean": statistics.fmean(calls) if calls else 0.0,
         "calls_max": max(calls, default=0),
+        "calls_min": min(calls, default=0),
+        # the double's requests per question, by the step that sent them (HTTP retries included)
+        "calls_by_step": {step: round(count / n, 3) for step, count in sorted(
+            Counter(req["step"] for req in double.requests).items())} if n else {},
         "http_mean": statistics.fmean(requests) if requests else 0.0,
         "http_max": max(requests, default=0),
         "seconds": round(seconds, 1),
@@ -162,15 +167,18 @@ def run_style(
 
 def render(results: list[dict[str, Any]]) -> str:
     head = (f"{'set':<18}{'style':<14}{'n':>5}{'answered+gold':>15}{'reached':>15}{'misattr.':>10}"
-            f"{'calls mean/max':>16}{'HTTP mean/max':>15}{'s':>7}")
+            f"{'calls mean min-max':>16}{'HTTP mean/max':>15}{'s':>7}")
     lines = [head, "-" * len(head)]
     for r in results:
         reached = "-" if r["reached"] is None else f"{100 * r['reached']:.1f}% of {r['correct_drafts']}"
         lines.append(
             f"{r['set'][:17]:<18}{r['style']:<14}{r['n']:>5}{100 * r['answered_gold']:>14.1f}%{reached:>15}"
-            f"{r['misattributed']:>10}{r['calls_mean']:>11.2f} / {r['calls_max']:<2}"
+            f"{r['misattributed']:>10}{r['calls_mean']:>8.2f} {r['calls_min']}-{r['calls_max']:<2}"
             f"{r['http_mean']:>10.2f} / {r['http_max']:<2}{r['seconds']:>7.0f}"
         )
+    for r in results:
+        steps = ", ".join(f"{k} {v:.2f}" for k, v in r.get("calls_by_step", {}).items())
+        lines.append(f"{r['set'][:17]} {r['style']}: model requests per question by step: {steps}")
     lines.append(f"target: reached >= {100 * TARGET_REACHED:.0f}% for every style, misattributed 0")
     return "\n".join(lines)
 

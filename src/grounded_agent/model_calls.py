@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from grounded_agent.context import Context
 from grounded_agent.redaction import describe, redacted_traceback
+from grounded_agent.state import turn_of
 from grounded_agent.trail import step
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def add_usage(usage: dict[str, int], spent: Mapping[str, int]) -> None:
 
 
 def remaining_time(state: Mapping[str, Any]) -> float:
-    deadline = state.get("deadline")
+    deadline = turn_of(state).get("deadline")
     return float("inf") if deadline is None else float(deadline) - time.time()
 
 

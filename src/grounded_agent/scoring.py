@@ -27,7 +27,6 @@ from grounded_agent.text import coverage, key_terms, missing_names, split_senten
 
 # Cut-offs on key-term coverage of a passage (share of the question's weighted key terms).
 HIGH_COVERAGE = 0.5
-MEDIUM_COVERAGE = 0.4
 NOT_RELEVANT_COVERAGE = 0.2
 
 TYPE_SENTENCE_COVERAGE = 0.2
@@ -58,9 +57,11 @@ no such figure is declined (chosen over seven KBs: never fewer right decisions o
 the name kinds, seen only as a capitalised word, vetoed right answers on swapped SQuAD)."""
 
 
-def _quoted_holds(question: str, evidence: Sequence[Finding], kind: AnswerType) -> bool:
+def _quoted_holds(
+    question: str, evidence: Sequence[Finding], kind: AnswerType, extract: str | None = None
+) -> bool:
     """Whether the sentences the offline answer would quote hold the asked-for kind of thing."""
-    quoted = MARKER.sub(" ", extractive_draft(question, evidence))
+    quoted = MARKER.sub(" ", extractive_draft(question, evidence) if extract is None else extract)
     return any(holds_type(kind, sentence) for sentence in split_sentences(quoted))
 
 
@@ -95,9 +96,11 @@ def signals(question: str, evidence: Sequence[Finding]) -> Signals:
 
 
 def local_confidence(
-    question: str, evidence: Sequence[Finding], found_threshold: float, low_threshold: float
+    question: str, evidence: Sequence[Finding], found_threshold: float, low_threshold: float,
+    extract: str | None = None,
 ) -> Confidence:
-    """The offline judgement: the relevance bands, and no answer about a name no passage has."""
+    """The offline judgement: the relevance bands, and no answer about a name no passage has.
+    `extract`: extractive_draft(question, evidence) when the caller has built it already."""
     s = signals(question, evidence)
     if not evidence or s.best_score < low_threshold:
         return Confidence(level="NOT_RELEVANT", reason="no passage reached the relevance threshold")
@@ -109,7 +112,7 @@ def local_confidence(
     why = f"relevance {s.best_score:.2f}, {s.top_coverage:.0%} of the key terms in the best passage"
     if s.best_score < found_threshold:
         return Confidence(level="LOW", reason=f"{why}: below the found threshold")
-    if s.asked in FIGURE_KINDS and not _quoted_holds(question, evidence, s.asked):
+    if s.asked in FIGURE_KINDS and not _quoted_holds(question, evidence, s.asked, extract):
         return Confidence(
             level="NOT_RELEVANT",
             reason=f"the question asks for a {s.asked}; the sentences an answer would quote hold none",

@@ -1,4 +1,5 @@
-"""Finding documents from Python: `search` / `asearch` list a page of documents with no model call.
+"""Finding documents from Python: `search` / `asearch` list a page of documents with no model call,
+through the same search graph the agent runs as its search_documents node (graph/search.py).
 
 A result's `search` holds the normalised parameters; `search(result.search, page=2)` returns the
 next page. Given the `previous` result of a combined request, the next page keeps its answer
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.blocking import run_blocking
+from grounded_agent.deps import Deps
 from grounded_agent.documents import DocumentQuery, parse_query
+from grounded_agent.graph.search import build_search_graph
 from grounded_agent.schemas import AgentResult
-from grounded_agent.store.pages import read_page
 from grounded_agent.store.pages import search_fields as search_fields  # re-exported
 
 if TYPE_CHECKING:
@@ -68,18 +70,17 @@ async def asearch(
     """
     query = _query(text, {k: v for k, v in options.items() if k in CRITERIA})
     store = options.get("store")
-    if store is None:
+    if store is None:  # imported here: the default agent is compiled on import
         from grounded_agent.graph.agent import default_deps
 
-        store = default_deps.get_store()
-    fields = await read_page(store, query)
-    trail = {
-        "node": "search_documents",
-        "attempt": 1,
-        "decision": f"listed:{fields['status']}",
-        "detail": query.normalised().describe(),
-    }
-    result: dict[str, Any] = {"question": query.text or "", **fields, "trail": [trail]}
+        deps = default_deps
+    else:
+        deps = Deps(chat_model=None, store=store)
+    fields = await build_search_graph(deps).ainvoke(
+        {"search": query.model_dump(mode="json"), "turn": {"intent": "search"}}
+    )
+    fields.pop("turn", None)  # the search's working values, not a result field
+    result: dict[str, Any] = {"question": query.text or "", **fields}
     previous = options.get("previous")
     if previous is not None and previous.result_type == "combined":
         kept = previous.model_dump(mode="json", include=set(KEPT_FROM_ANSWER))

@@ -6,6 +6,7 @@ checkpoints, LangServe, Studio and the CLI without custom serialisers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NotRequired, Required
 
 from langchain_core.messages import AnyMessage
@@ -62,6 +63,27 @@ def replace_messages(left: list[AnyMessage] | None, right: list[Any] | None) -> 
     return add_messages(left or [], right or [])  # type: ignore[return-value, arg-type]
 
 
+DraftHow = Literal["model", "extractive", "abstained"]
+"""Who wrote the draft: the model, the extract of the evidence, or nobody (the model abstained)."""
+
+
+class Draft(TypedDict, total=False):
+    """The answer between its nodes: its extract (score_confidence), drafted (draft_answer),
+    checked (check_citations), maybe translated (translate_answer); the answer node reports it."""
+
+    text: str
+    how: DraftHow
+    replied: bool
+    """The model replied: only a model's checked draft is translated."""
+    write_in: str | None
+    """The sources' language when the answer was asked for in another one."""
+    citations: list[Citation]
+    """Set by the citation check: the draft's citations, renumbered."""
+    extract: str
+    """The evidence quoted (extractive.extractive_draft), built once by score_confidence: the
+    offline scorer, the judge's veto and the draft without a model all read this one."""
+
+
 class InputState(TypedDict):
     """What a caller sends: the question, optionally the sources and the answer language."""
 
@@ -70,30 +92,67 @@ class InputState(TypedDict):
     language: NotRequired[str | None]
 
 
+class Turn(TypedDict, total=False):
+    """The working values of one turn: prepare_question starts a new one whole, the nodes after it
+    update the fields they change (merge_turn)."""
+
+    run_id: str
+    requested: list[str]
+    """The sources this turn searches (the input's `sources`, parsed)."""
+    deadline: float
+    attempt: int
+    attempt_cap: int
+    offline: bool
+    intent: Literal["ask", "search", "search_and_ask"]
+    routed_calls: list[dict[str, Any]] | None
+    scope: dict[str, Any] | None
+    query: str
+    outcomes: list[ToolCallRecord]
+    rejected_calls: list[dict[str, Any]]
+    evidence: list[Finding]
+    grounding: Grounding
+    draft: Draft | None
+
+
+def merge_turn(left: Turn | None, right: Mapping[str, Any] | None) -> Turn:
+    """A node's update to the turn: the fields it holds replace the held ones (a node that adds
+    outcomes writes the whole list); an update holding the RESET key is a new turn and replaces
+    the old one whole."""
+    if not right:
+        return dict(left or {})  # type: ignore[return-value]
+    update = dict(right)
+    if update.pop(RESET, False):
+        return update  # type: ignore[return-value]
+    return {**(left or {}), **update}  # type: ignore[typeddict-item]
+
+
+def new_turn(**fields: Any) -> dict[str, Any]:
+    """The update that starts a turn: every earlier working value is dropped."""
+    return {RESET: True, "outcomes": [], "rejected_calls": [], "evidence": [], "draft": None,
+            **fields}
+
+
+def turn_of(state: Mapping[str, Any]) -> Turn:
+    """The turn's working values (empty before prepare_question has run)."""
+    return state.get("turn") or {}  # type: ignore[return-value]
+
+
 class AgentState(TypedDict, total=False):
-    """Everything the nodes share. `sources` holds the requested names on input and the
-    per-source reports on output: one public name for both, as the contract asks."""
+    """Everything the nodes share: the input, this turn's working values, the output contract's
+    fields, and the thread's history. `sources` holds the requested names on input and the
+    per-source reports on output: one public name for both, as the contract asks; the nodes read
+    the requested names from the turn (`requested`)."""
 
     # input
     question: str
     sources: list[str] | list[SourceReport] | None
     language: str | None
-    # per turn
-    run_id: str
-    requested: list[str]
-    deadline: float
-    attempt: int
-    attempt_cap: int
-    query: str
-    queries: Annotated[list[str], extend_or_reset]
-    outcomes: Annotated[list[ToolCallRecord], extend_or_reset]
-    rejected_calls: Annotated[list[dict[str, Any]], extend_or_reset]
+    # this turn's working values, replaced whole by the next turn
+    turn: Annotated[Turn, merge_turn]
     messages: Annotated[list[AnyMessage], replace_messages]
-    evidence: list[Finding]
-    grounding: Grounding
+    # output (AgentResult)
     confidence: Confidence
-    offline: bool
-    # output
+    queries: Annotated[list[str], extend_or_reset]
     status: AnswerStatus
     answer: str
     citations: list[Citation]
@@ -102,10 +161,6 @@ class AgentState(TypedDict, total=False):
     warnings: Annotated[list[dict[str, Any]], extend_or_reset]
     trail: Annotated[list[dict[str, Any]], extend_or_reset]
     usage: Annotated[dict[str, int], add_usage]
-    # what the request asks for (route_request), and a document search's page
-    intent: Literal["ask", "search", "search_and_ask"]
-    routed_calls: list[dict[str, Any]] | None
-    scope: dict[str, Any] | None
     result_type: ResultType
     documents: dict[str, Any] | None
     search: dict[str, Any] | None

@@ -16,12 +16,14 @@ log = logging.getLogger("grounded_agent.decisions")
 def step(
     state: Mapping[str, Any], node: str, decision: str, detail: str = "", **fields: Any
 ) -> dict[str, Any]:
-    """A trail entry, and one structured log line for the same decision."""
-    attempt = int(state.get("attempt") or 1)
+    """A trail entry, and one structured log line for the same decision (the attempt and the run
+    are the turn's: state.Turn)."""
+    turn = state.get("turn") or {}
+    attempt = int(turn.get("attempt") or 1)
     record = {
-        "run_id": state.get("run_id"),
+        "run_id": turn.get("run_id"),
         "node": node,
-        "attempt": f"{attempt}/{state.get('attempt_cap') or MAX_ATTEMPTS}",
+        "attempt": f"{attempt}/{turn.get('attempt_cap') or MAX_ATTEMPTS}",
         "decision": decision,
         **fields,
     }

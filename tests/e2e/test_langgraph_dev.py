@@ -100,6 +100,25 @@ async def test_stream_of_node_updates(dev_server: str) -> None:
     assert nodes[0] == "prepare_question" and nodes[-1] == "answer"
 
 
+async def test_a_run_shows_every_step_as_its_node(dev_server: str) -> None:
+    """What Studio shows for one answered question: each step its own node, in order (offline:
+    the draft is the extract, no model call anywhere)."""
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev_server)
+    nodes = []
+    async for part in client.runs.stream(
+        None, "agent", input={"question": "How much does the Pro plan cost per user per month?"},
+        stream_mode="updates",
+    ):
+        if part.event == "updates" and isinstance(part.data, dict):
+            nodes.extend(part.data)
+    assert nodes == [
+        "prepare_question", "route_request", "call_tools", "check_grounding", "score_confidence",
+        "draft_answer", "check_citations", "answer",
+    ]
+
+
 async def test_a_studio_thread_takes_a_second_question(dev_server: str) -> None:
     """Studio keeps every conversation in a thread; the second turn must start clean."""
     from langgraph_sdk import get_client

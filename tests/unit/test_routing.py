@@ -6,8 +6,14 @@ from typing import Any
 
 import pytest
 
-from grounded_agent.graph.routing import can_requery, route_after_confidence, route_after_grounding
-from grounded_agent.schemas import Confidence, ToolCallRecord, ToolOutcome
+from grounded_agent.graph.routing import (
+    can_requery,
+    route_after_check,
+    route_after_confidence,
+    route_after_draft,
+    route_after_grounding,
+)
+from grounded_agent.schemas import Confidence, Finding, ToolCallRecord, ToolOutcome
 
 
 def record(status: str) -> ToolCallRecord:
@@ -20,11 +26,16 @@ def record(status: str) -> ToolCallRecord:
     return ToolCallRecord(attempt=1, call_id="call_1", outcome=outcome)
 
 
+TURN = ("attempt", "attempt_cap", "outcomes", "grounding", "evidence", "draft", "query")
+
+
 def state(**kw: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"attempt": 1, "attempt_cap": 2, "outcomes": [record("not_found")]}
+    """A state whose turn holds the working values given (the rest stays top level)."""
+    turn: dict[str, Any] = {"attempt": 1, "attempt_cap": 2, "outcomes": [record("not_found")]}
+    turn.update({k: kw.pop(k) for k in TURN if k in kw})
     if isinstance(kw.get("confidence"), dict):
         kw["confidence"] = Confidence(**kw["confidence"])
-    return {**base, **kw}
+    return {"turn": turn, **kw}
 
 
 @pytest.mark.parametrize(
@@ -74,5 +85,47 @@ def test_cap_of_one_means_no_reformulation() -> None:
 def test_a_rewrite_that_repeats_a_tried_query_goes_to_the_answer() -> None:
     from grounded_agent.graph.routing import route_after_reformulation
 
-    assert route_after_reformulation({"query": "Pro  plan", "queries": ["pro plan"]}) == "answer"
-    assert route_after_reformulation({"query": "pro plan price", "queries": ["pro plan"]}) == "call_tools"
+    assert route_after_reformulation(state(query="Pro  plan", queries=["pro plan"])) == "answer"
+    assert route_after_reformulation(state(query="pro plan price", queries=["pro plan"])) == "call_tools"
+
+
+FINDING = Finding(source="knowledge_base", source_id="d", title="T", text="x", score=0.9)
+
+
+@pytest.mark.parametrize(
+    ("level", "can_answer", "evidence", "expected"),
+    [
+        ("HIGH", True, [FINDING], "draft_answer"),
+        ("MEDIUM", True, [FINDING], "draft_answer"),
+        ("HIGH", False, [FINDING], "answer"),  # the model rated it high, yet cannot answer
+        ("HIGH", True, [], "answer"),  # nothing to write from
+        ("NOT_RELEVANT", False, [FINDING], "answer"),
+    ],
+)
+def test_only_answerable_evidence_is_drafted(
+    level: str, can_answer: bool, evidence: list[Finding], expected: str
+) -> None:
+    s = state(confidence={"level": level, "can_answer": can_answer}, evidence=evidence)
+    assert route_after_confidence(s) == expected
+
+
+def test_a_draft_is_checked_unless_the_model_abstained() -> None:
+    assert route_after_draft(state(draft={"text": "It costs 29 euros [1].", "how": "model"})) == (
+        "check_citations"
+    )
+    assert route_after_draft(state(draft={"text": "", "how": "abstained"})) == "answer"
+
+
+@pytest.mark.parametrize(
+    ("draft", "expected"),
+    [
+        ({"write_in": "en", "replied": True, "citations": ["c"]}, "translate_answer"),
+        ({"write_in": None, "replied": True, "citations": ["c"]}, "answer"),  # no other language
+        ({"write_in": "en", "replied": False, "citations": ["c"]}, "answer"),  # an extract
+        ({"write_in": "en", "replied": True, "citations": []}, "answer"),  # nothing kept
+    ],
+)
+def test_only_a_checked_model_answer_asked_in_another_language_is_translated(
+    draft: dict[str, Any], expected: str
+) -> None:
+    assert route_after_check(state(draft=draft)) == expected

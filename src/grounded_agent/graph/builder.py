@@ -12,21 +12,26 @@ from grounded_agent.context import Context
 from grounded_agent.deps import AUTO, Deps
 from grounded_agent.graph.routing import (
     route_after_answer,
+    route_after_check,
     route_after_confidence,
+    route_after_draft,
     route_after_grounding,
     route_after_reformulation,
     route_after_request,
     route_after_search,
 )
+from grounded_agent.graph.search import build_search_graph
 from grounded_agent.nodes.answer import answer
 from grounded_agent.nodes.call_tools import call_tools
+from grounded_agent.nodes.check_citations import check_citations
 from grounded_agent.nodes.check_grounding import check_grounding
+from grounded_agent.nodes.draft_answer import draft_answer
 from grounded_agent.nodes.mark_coverage import mark_coverage
 from grounded_agent.nodes.prepare_question import prepare_question
 from grounded_agent.nodes.reformulate_query import reformulate_query
 from grounded_agent.nodes.route_request import route_request
 from grounded_agent.nodes.score_confidence import score_confidence
-from grounded_agent.nodes.search_documents import search_documents
+from grounded_agent.nodes.translate_answer import translate_answer
 from grounded_agent.schemas import AgentResult
 from grounded_agent.state import AgentState, InputState
 
@@ -38,9 +43,9 @@ if TYPE_CHECKING:
     from grounded_agent.store import KnowledgeStore
     from grounded_agent.tools.base import SourceTool
 
-RECURSION_LIMIT = 15
-"""Steps per run: 12 at most (routing, a document search, two attempts, the coverage note) plus
-slack; the attempt cap is enforced in code too."""
+RECURSION_LIMIT = 20
+"""Steps per run: 15 at most (routing, a document search, two attempts, draft, check,
+translation, answer, the coverage note) plus slack; the attempt cap is enforced in code too."""
 
 
 def build_graph(
@@ -73,9 +78,12 @@ def compile_graph(
     builder.add_node("check_grounding", partial(check_grounding, deps=deps))
     builder.add_node("score_confidence", partial(score_confidence, deps=deps))
     builder.add_node("reformulate_query", partial(reformulate_query, deps=deps))
-    builder.add_node("answer", partial(answer, deps=deps))
+    builder.add_node("draft_answer", partial(draft_answer, deps=deps))
+    builder.add_node("check_citations", partial(check_citations, deps=deps))
+    builder.add_node("translate_answer", partial(translate_answer, deps=deps))
+    builder.add_node("answer", answer)
     builder.add_node("route_request", partial(route_request, deps=deps))
-    builder.add_node("search_documents", partial(search_documents, deps=deps))
+    builder.add_node("search_documents", build_search_graph(deps))  # a subgraph
     builder.add_node("mark_coverage", mark_coverage)
 
     # validate input and start a clean turn before anything is spent
@@ -90,10 +98,15 @@ def compile_graph(
     builder.add_edge("call_tools", "check_grounding")
     # usable -> score; nothing usable -> rewrite once; every source failed -> answer (unavailable)
     builder.add_conditional_edges("check_grounding", route_after_grounding)
-    # HIGH/MEDIUM -> answer; LOW -> rewrite if an attempt is left; NOT_RELEVANT -> answer at once
+    # HIGH/MEDIUM -> draft; LOW -> rewrite if an attempt is left; NOT_RELEVANT -> answer at once
     builder.add_conditional_edges("score_confidence", route_after_confidence)
     # a new query goes back to the tools; a repeat of a tried one goes to the answer
     builder.add_conditional_edges("reformulate_query", route_after_reformulation)
+    # every draft is checked before anyone reads it; an abstention has nothing to check
+    builder.add_conditional_edges("draft_answer", route_after_draft)
+    # the checked answer is translated only when asked for in another language than the sources'
+    builder.add_conditional_edges("check_citations", route_after_check)
+    builder.add_edge("translate_answer", "answer")
     # the answer ends the run; a search-and-ask answer first says how much it covered
     builder.add_conditional_edges("answer", route_after_answer)
     builder.add_edge("mark_coverage", END)

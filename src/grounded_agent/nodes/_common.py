@@ -15,6 +15,7 @@ from grounded_agent.context import (
     context_from_config,
 )
 from grounded_agent.schemas import ToolOutcome
+from grounded_agent.state import turn_of
 from grounded_agent.trail import step as step
 
 
@@ -43,7 +44,7 @@ def outcomes_of(state: Mapping[str, Any], attempt: int | None = None) -> list[To
     """The tool outcomes in state, optionally of one attempt only."""
     return [
         r.outcome
-        for r in state.get("outcomes") or []
+        for r in turn_of(state).get("outcomes") or []
         if attempt is None or r.attempt == attempt
     ]
 

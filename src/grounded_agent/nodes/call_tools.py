@@ -1,4 +1,6 @@
-"""Tool call node: choose searches (model or fixed routing), validate them, run them concurrently."""
+"""Tool call node: the searches route_request's model call chose (checked against the allow-list,
+the per-attempt cap and each tool's schema), fixed calls for the sources it left out, all run
+concurrently. It asks no model: tool choice belongs to route_request alone."""
 
 from __future__ import annotations
 
@@ -6,31 +8,24 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.model_calls import Fallback, ModelReply, ask_model, remaining_time
-from grounded_agent.nodes._common import ctx_of, nonempty, outcomes_of, step
+from grounded_agent.model_calls import remaining_time
+from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.nodes._scope import scope_calls
-from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
 
 Call = tuple[str, SourceTool, BaseModel]
-
-FALLBACK = Fallback(
-    "call_tools", "every requested source was searched with the question", where="the search step",
-    budget_warning="model budget spent; fixed routing used", trail="fixed routing used",
-)
 
 
 def _default_args(tool: SourceTool, query: str, ctx: Context) -> BaseModel:
@@ -48,24 +43,19 @@ def _default_args(tool: SourceTool, query: str, ctx: Context) -> BaseModel:
 
 def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
     """Attempt 1 asks every requested source; a re-query skips sources that failed technically."""
-    requested = list(state.get("requested") or [])
+    requested = list(turn_of(state).get("requested") or [])
     if attempt == 1:
         return requested
     failed = {o.source for o in outcomes_of(state) if o.status == "error"}
     return [s for s in requested if s not in failed]
 
 
-def search_reserve(state: AgentState, ctx: Context) -> float:
-    """Seconds kept for the sources after the tool-choosing call: one tool timeout, at most half
-    of what is left."""
-    return min(ctx.tool_timeout_s, remaining_time(state) / 2)
-
-
 async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     """Only allow-listed tools with schema-valid arguments run; everything else is recorded."""
     ctx = ctx_of(runtime)
-    attempt = int(state.get("attempt") or 1)
-    query = str(state.get("query") or state["question"])
+    turn = turn_of(state)
+    attempt = int(turn.get("attempt") or 1)
+    query = str(turn.get("query") or state["question"])
     wanted = _sources_to_query(state, attempt)
     # the first call builds the default tools and loads the embedding model: not on the loop
     tools = await asyncio.to_thread(deps.available_tools, ctx, wanted)
@@ -74,9 +64,9 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         for name in wanted
         if name not in tools  # requested, but this deployment has no such tool
     ]
-    reply = await _choose_tools(state, ctx, deps, tools, query)
-    ai_message = reply.message if isinstance(reply.message, AIMessage) else None
-    review = _Review(state, ctx, tools, attempt, trail=reply.trail, warnings=reply.warnings)
+    routed = turn.get("routed_calls") if attempt == 1 else None  # a re-query: fixed calls
+    ai_message = AIMessage(content="", tool_calls=routed) if routed is not None else None
+    review = _Review(state, ctx, tools, attempt)
     if ai_message is not None:
         review.trail.append(
             step(state, "call_tools", "model_chose_tools",
@@ -84,56 +74,24 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
         )
         review.model_calls(ai_message)
     review.fixed_calls(query)  # every requested source is read, so the report says what was
-    review.calls = scope_calls(review.calls, state.get("scope"))  # the selection, in code
+    review.calls = scope_calls(review.calls, turn.get("scope"))  # the selection, in code
     thresholds = deps.thresholds(ctx)
     outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds) for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
+    records = [
+        ToolCallRecord(attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None}))
+        for cid, o in outcomes
+    ]
+    changed = {"outcomes": [*(turn.get("outcomes") or []), *records],
+               "rejected_calls": [*(turn.get("rejected_calls") or []), *review.rejected]}
     return {
-        "outcomes": [
-            ToolCallRecord(
-                attempt=attempt, call_id=cid, outcome=o.model_copy(update={"detail": None})
-            )
-            for cid, o in outcomes
-        ],
+        "turn": changed,
         "messages": [*_dialog(ai_message, review.calls), *review.tool_messages],
         "queries": [query] if query not in (state.get("queries") or []) else [],
-        "rejected_calls": review.rejected,
         "trail": review.trail,
         "warnings": review.warnings,
-        **nonempty(usage=reply.usage),
     }
-
-
-async def _choose_tools(
-    state: AgentState, ctx: Context, deps: Deps, tools: dict[SourceName, SourceTool], query: str
-) -> ModelReply:
-    """The model picks the searches on the first attempt, within its rounds; else no call."""
-    model = deps.model(ctx)
-    rounds_used = sum(
-        1 for t in state.get("trail") or [] if t.get("decision") == "model_chose_tools"
-    )
-    attempt = int(state.get("attempt") or 1)
-    if model is None or attempt != 1 or not tools or rounds_used >= ctx.max_model_rounds:
-        return ModelReply()
-    routed = state.get("routed_calls")
-    if routed is not None:  # the routing call was this attempt's tool choice: no second call
-        return ModelReply(message=AIMessage(content="", tool_calls=routed)) if routed else ModelReply()
-    system = ctx.call_tools_system_prompt.format(
-        today=date.today().isoformat(), sources=", ".join(tools)
-    )
-    user = CALL_TOOLS_USER.format(question=state["question"], query=query)
-    return await ask_model(
-        model,
-        [SystemMessage(system), HumanMessage(user)],
-        state=state,
-        ctx=ctx,
-        fallback=FALLBACK,
-        tools=[t.as_openai_tool() for t in tools.values()],
-        # the search itself keeps its time: a slow model must not make a source look down
-        reserve=search_reserve(state, ctx),
-        max_tokens=ctx.judgement_max_tokens,
-    )
 
 
 @dataclass
@@ -145,8 +103,8 @@ class _Review:
     ctx: Context
     tools: dict[SourceName, SourceTool]
     attempt: int
-    trail: list[dict[str, Any]]
-    warnings: list[dict[str, Any]]
+    trail: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
     tool_messages: list[ToolMessage] = field(default_factory=list)

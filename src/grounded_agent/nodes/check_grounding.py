@@ -12,7 +12,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.nodes._common import ctx_of, outcomes_of, step
 from grounded_agent.prompts.sources import render_passages
 from grounded_agent.schemas import Finding, ToolOutcome
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 
 MAX_EVIDENCE = 8
 """Passages kept as evidence for scoring and answering, best first."""
@@ -73,7 +73,8 @@ async def check_grounding(
 ) -> dict[str, Any]:
     ctx = ctx_of(runtime)
     low = deps.thresholds(ctx).low  # lower with a model, which judges the weaker passages
-    attempt = int(state.get("attempt") or 1)
+    turn = turn_of(state)
+    attempt = int(turn.get("attempt") or 1)
     # classified once, by the run's thresholds, when the tools ran (call_tools)
     current = outcomes_of(state, attempt)
     messages = [
@@ -83,7 +84,7 @@ async def check_grounding(
             name=r.outcome.source,
             status="error" if r.outcome.status in ("error", "not_found") else "success",
         )
-        for r in state.get("outcomes") or []
+        for r in turn.get("outcomes") or []
         if r.attempt == attempt and r.call_id  # a source nobody called gets no reply to a call
     ]
     evidence = collect_evidence(outcomes_of(state), low)
@@ -103,8 +104,7 @@ async def check_grounding(
     }[grounding]
     return {
         "messages": messages,
-        "evidence": evidence,
-        "grounding": grounding,
+        "turn": {"evidence": evidence, "grounding": grounding},
         "trail": [
             step(
                 state,

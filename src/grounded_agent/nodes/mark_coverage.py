@@ -10,7 +10,7 @@ from typing import Any
 
 from grounded_agent.documents import DocumentList, coverage_text
 from grounded_agent.nodes._common import step
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 
 ANSWERED = ("answered", "answered_with_caveat", "partial")
 
@@ -21,7 +21,7 @@ async def mark_coverage(state: AgentState) -> dict[str, Any]:
     documents = DocumentList.model_validate(state.get("documents") or {})
     page_ids = {i.doc_id for i in documents.items}
     used = {
-        e.source_id for e in state.get("evidence") or []
+        e.source_id for e in turn_of(state).get("evidence") or []
         if e.source == "knowledge_base" and e.source_id in page_ids
     }
     answered = state.get("status") in ANSWERED and bool(state.get("citations"))

@@ -16,7 +16,7 @@ from grounded_agent.model_calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM, CONDENSE_QUESTION_USER
 from grounded_agent.schemas import Confidence, InvalidQuestion, SourceName, validate_question
-from grounded_agent.state import RESET, AgentState, fresh
+from grounded_agent.state import RESET, AgentState, fresh, new_turn
 
 log = logging.getLogger(__name__)
 
@@ -34,43 +34,41 @@ async def prepare_question(
     ctx = ctx_of(runtime)
     question = validate_question(state.get("question"))
     requested = _requested(state, ctx)
-    turn: dict[str, Any] = {
-        "question": question,
-        "run_id": uuid.uuid4().hex[:12],
-        "requested": list(requested),
-        "deadline": time.time() + ctx.time_budget_s,
-        "attempt": 1,
-        "attempt_cap": ctx.attempt_cap,
-        "query": question,
-    }
     model = deps.model(ctx)
+    turn = new_turn(
+        run_id=uuid.uuid4().hex[:12],
+        requested=list(requested),
+        deadline=time.time() + ctx.time_budget_s,
+        attempt=1,
+        attempt_cap=ctx.attempt_cap,
+        offline=model is None,
+        query=question,
+    )
+    held = {"turn": turn}  # what step() and the model budget read before the update lands
     trail: list[dict[str, Any]] = []
     usage: dict[str, int] = {RESET: 1}
     if model is None:
         offline = "no language model configured: scoring and answers are local and extractive"
-        trail.append(step(turn, "prepare_question", "offline_mode", offline))
+        trail.append(step(held, "prepare_question", "offline_mode", offline))
     history = [h for h in (state.get("history") or []) if h.get("answer")][-HISTORY_TURNS:]
     if history and model is not None:
         # the new turn's budget (its deadline, no calls yet), not what the last turn left
         reply = await ask_model(
-            model, _condense(history, question), state=turn, ctx=ctx, fallback=FALLBACK,
+            model, _condense(history, question), state=held, ctx=ctx, fallback=FALLBACK,
             max_tokens=ctx.rewrite_max_tokens,
         )
         usage.update(reply.usage)
         standalone = " ".join(reply.text.split())[:500]
         if standalone:
             turn["query"] = standalone
-            trail.append(step(turn, "prepare_question", "resolved_follow_up", standalone))
+            trail.append(step(held, "prepare_question", "resolved_follow_up", standalone))
     accepted = f"sources: {', '.join(requested)}"
-    trail.append(step(turn, "prepare_question", "accepted", accepted, sources=requested))
+    trail.append(step(held, "prepare_question", "accepted", accepted, sources=requested))
     return {
-        **turn,
-        "offline": model is None,
+        "question": question,
+        "turn": turn,
         "queries": fresh(),
-        "outcomes": fresh(),
-        "rejected_calls": fresh(),
         "messages": fresh(),
-        "evidence": [],
         "confidence": Confidence(),
         "status": "",
         "answer": "",

@@ -14,7 +14,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, is_repeat, nonempty, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
-from grounded_agent.state import AgentState
+from grounded_agent.state import AgentState, turn_of
 from grounded_agent.text import STOPWORDS, tokens
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ async def reformulate_query(
     ctx = ctx_of(runtime)
     question = str(state["question"])
     tried = list(state.get("queries") or [])
-    attempt = int(state.get("attempt") or 1)
+    attempt = int(turn_of(state).get("attempt") or 1)
     model = deps.model(ctx)
     rewrite, how = "", "local"
     update: dict[str, Any] = {}  # usage and warnings of the model call
@@ -62,11 +62,12 @@ async def reformulate_query(
         update = nonempty(usage=reply.usage, warnings=reply.warnings)
     if not rewrite:
         rewrite = local_rewrite(question, tried)
+    changed: dict[str, Any] = {"query": rewrite}
     if is_repeat(rewrite, tried):
         # the same search again cannot find anything new: no second attempt is spent on it
         decision, detail = "rewrite_repeats_query", f"{how}: {rewrite!r} was already searched"
     else:
         decision, detail = "rewrite", f"{how}: {rewrite}"
-        update["attempt"] = attempt + 1
+        changed["attempt"] = attempt + 1
     entry = step(state, "reformulate_query", decision, detail, query=rewrite)
-    return {**update, "query": rewrite, "trail": [entry]}
+    return {**update, "turn": changed, "trail": [entry]}

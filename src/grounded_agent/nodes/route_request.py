@@ -1,20 +1,23 @@
-"""Routing node: is the request a list of documents, a question, or both? Decided once per turn.
+"""Routing node: the one place the model chooses tools. Is the request a list of documents, a
+question, or both, and which sources does a question search with what query? Decided once per
+turn, in one model call.
 
-LLM mode, with the knowledge base among the sources: one model call offered the source tools and
-the two document tools (search_documents, search_and_ask). A source-tool call is the question
-intent, and its calls are handed to call_tools as they are (the routing call is the first
-attempt's tool choice, not a second call). A document-tool call's arguments are validated in
-code; a refused one is shown to the model once more; a second refusal or a failed call falls
-back to the offline rule (`intents.offline_intent`), which offline mode uses alone. A valid
-document-tool call stands only where the offline rule agrees (`intents.confirms_documents`): a
-small model picks the document tools for ordinary questions; otherwise the rule routes the request
-and the sources are searched with the question, with no further call.
+LLM mode: one call offered the source tools, plus the two document tools (search_documents,
+search_and_ask) when the knowledge base is among the sources. A source-tool call is the question
+intent; its calls go to call_tools, which checks them against the allow-list and each tool's
+schema and runs them (it asks no model). A document-tool call's arguments are validated in code;
+a refused one is shown to the model once more; a second refusal or a failed call falls back to
+the offline rule (`intents.offline_intent`), which offline mode uses alone. A valid document-tool
+call stands only where the offline rule agrees (`intents.confirms_documents`): a small model picks
+the document tools for ordinary questions; otherwise the rule routes the request and the sources
+are searched with the question, with no further call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -32,12 +35,13 @@ from grounded_agent.intents import (
     document_tool_specs,
     offline_intent,
 )
-from grounded_agent.model_calls import Fallback, add_usage, ask_model
+from grounded_agent.model_calls import Fallback, ModelReply, add_usage, ask_model, remaining_time
 from grounded_agent.nodes._common import ctx_of, nonempty, step
-from grounded_agent.nodes.call_tools import search_reserve
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.prompts.route_request import RETRY_TEXT
-from grounded_agent.state import AgentState
+from grounded_agent.schemas import SourceName
+from grounded_agent.state import AgentState, turn_of
+from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
 
@@ -50,157 +54,197 @@ FALLBACK = Fallback(
     budget_warning="model budget spent; the request was routed by the offline rule",
     trail="offline rule used",
 )
+SOURCES_FALLBACK = Fallback(
+    "route_request", "every requested source was searched with the question",
+    where="the search step", budget_warning="model budget spent; fixed routing used",
+    trail="fixed routing used",
+)
+"""Without the knowledge base there is no document intent: a failed call only loses the
+model's choice of searches."""
+
+ONE_CALL = "only one tool call with a document tool"
+
+
+@dataclass
+class Routing:
+    """What the routing call(s) chose and what they report; the node merges it once.
+
+    `calls`: the source-tool calls the model chose (possibly none), for call_tools to check and
+    run; None when no model chose them (call_tools then searches every source with the query).
+    """
+
+    decision: Decision | None = None
+    calls: list[dict[str, Any]] | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    trail: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, reply: ModelReply) -> None:
+        add_usage(self.usage, reply.usage)
+        self.warnings += reply.warnings
+        self.trail += reply.trail
 
 
 async def route_request(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     """Chooses the intent and writes what the next nodes need: the search, the query, the
-    knowledge base's tool calls."""
+    source-tool calls."""
     ctx = ctx_of(runtime)
     today = date.today()
-    trail: list[dict[str, Any]] = []
-    warnings: list[dict[str, Any]] = []
-    rejected: list[dict[str, Any]] = []
-    usage: dict[str, int] = {}
-    requested = list(state.get("requested") or [])
+    requested = list(turn_of(state).get("requested") or [])
     model = deps.model(ctx)
-    routed_calls: list[dict[str, Any]] | None = None  # None: call_tools chooses as before
-    decision: Decision | None = None
-    if "knowledge_base" not in requested:  # documents are listed from the knowledge base only
-        decision = Decision("ask", "sources")
-    elif model is not None:
-        router = _Router(state, ctx, today, usage, trail, warnings, rejected)
-        decision, routed_calls = await router.run(model, deps, requested)
+    routing = Routing()
+    if model is not None:
+        tools = await asyncio.to_thread(deps.available_tools, ctx, requested)
+        if "knowledge_base" in requested:
+            routing = await _route(model, tools, state, ctx, today)
+        elif tools:
+            routing = await _choose_sources(model, tools, state, ctx, today)
+    decision = routing.decision
+    if decision is None and "knowledge_base" not in requested:
+        decision = Decision("ask", "sources")  # documents are listed from the knowledge base only
     if decision is None:
-        decision = offline_intent(str(state.get("query") or state.get("question") or ""), today)
-    trail.append(step(state, "route_request", f"intent:{decision.intent}",
-                      f"{decision.how}: {decision.describe()}", intent=decision.intent,
-                      how=decision.how))
+        query = turn_of(state).get("query") or state.get("question") or ""
+        decision = offline_intent(str(query), today)
+    routing.trail.append(step(state, "route_request", f"intent:{decision.intent}",
+                              f"{decision.how}: {decision.describe()}", intent=decision.intent,
+                              how=decision.how))
     return {
-        **_apply(state, decision, routed_calls),
-        "trail": trail,
-        "warnings": warnings,
-        "rejected_calls": rejected,
-        **nonempty(usage=usage),
+        **_apply(state, decision, routing.calls if decision.intent == "ask" else None,
+                 routing.rejected),
+        "trail": routing.trail,
+        "warnings": routing.warnings,
+        **nonempty(usage=routing.usage),
     }
 
 
 def _apply(
-    state: AgentState, decision: Decision, routed_calls: list[dict[str, Any]] | None
+    state: AgentState, decision: Decision, routed_calls: list[dict[str, Any]] | None,
+    rejected: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The state a decision sets; every intent field is written, so a thread's earlier turn
     leaves nothing behind."""
+    turn: dict[str, Any] = {"intent": decision.intent, "routed_calls": routed_calls,
+                            "scope": None, "rejected_calls": rejected}
     update: dict[str, Any] = {
-        "intent": decision.intent,
-        "routed_calls": routed_calls,
+        "turn": turn,
         "result_type": RESULT_TYPES[decision.intent],
         "search": decision.search.normalised().model_dump(mode="json") if decision.search else None,
         "documents": None,
-        "scope": None,
         "coverage_limited": False,
     }
     if decision.query:
-        update["query"] = decision.query[:500]
+        turn["query"] = decision.query[:500]
     if decision.answer_language and not state.get("language"):
         update["language"] = decision.answer_language
     if decision.intent != "ask":
-        update["requested"] = ["knowledge_base"]  # the selection lives in the knowledge base
+        turn["requested"] = ["knowledge_base"]  # the selection lives in the knowledge base
     return update
 
 
-class _Router:
-    """The routing calls of one request and what they report."""
+def search_reserve(state: AgentState, ctx: Context) -> float:
+    """Seconds kept for the sources after the tool-choosing call: one tool timeout, at most half
+    of what is left."""
+    return min(ctx.tool_timeout_s, remaining_time(state) / 2)
 
-    def __init__(
-        self,
-        state: AgentState,
-        ctx: Context,
-        today: date,
-        usage: dict[str, int],
-        trail: list[dict[str, Any]],
-        warnings: list[dict[str, Any]],
-        rejected: list[dict[str, Any]],
-    ) -> None:
-        self.state, self.ctx, self.today = state, ctx, today
-        self.usage, self.trail, self.warnings, self.rejected = usage, trail, warnings, rejected
 
-    async def run(
-        self, model: Any, deps: Deps, requested: list[str]
-    ) -> tuple[Decision | None, list[dict[str, Any]]]:
-        """(a document intent, []) or (ask, the source-tool calls to run); (None, []) when the
-        model could not be used or gave no valid call: the offline rule decides then, and
-        call_tools asks the model no more."""
-        state, ctx = self.state, self.ctx
-        tools = await asyncio.to_thread(deps.available_tools, ctx, requested)
-        specs = [t.as_openai_tool() for t in tools.values()] + document_tool_specs()
-        system = (
-            ctx.call_tools_system_prompt.format(today=self.today.isoformat(),
-                                                sources=", ".join(tools))
-            + "\n"
-            + ctx.route_request_system_prompt.format(today=self.today.isoformat(),
-                                                     year=self.today.year)
+def _messages(
+    state: AgentState, ctx: Context, today: date, tools: dict[SourceName, SourceTool],
+    routing: bool,
+) -> list[Any]:
+    system = ctx.call_tools_system_prompt.format(today=today.isoformat(), sources=", ".join(tools))
+    if routing:
+        system += "\n" + ctx.route_request_system_prompt.format(today=today.isoformat(),
+                                                                year=today.year)
+    user = CALL_TOOLS_USER.format(question=state["question"],
+                                  query=turn_of(state).get("query") or state["question"])
+    return [SystemMessage(system), HumanMessage(user)]
+
+
+def _source_calls(message: AIMessage) -> list[dict[str, Any]]:
+    return [{"id": c.get("id"), "name": c.get("name"), "args": c.get("args") or {}}
+            for c in message.tool_calls]
+
+
+async def _choose_sources(
+    model: Any, tools: dict[SourceName, SourceTool], state: AgentState, ctx: Context, today: date
+) -> Routing:
+    """Without the knowledge base: the question intent, and the model's choice of searches."""
+    routing = Routing()
+    reply = await ask_model(
+        model, _messages(state, ctx, today, tools, routing=False), state=state, ctx=ctx,
+        fallback=SOURCES_FALLBACK, tools=[t.as_openai_tool() for t in tools.values()],
+        # the search itself keeps its time: a slow model must not make a source look down
+        reserve=search_reserve(state, ctx), max_tokens=ctx.judgement_max_tokens,
+    )
+    routing.add(reply)
+    if isinstance(reply.message, AIMessage):
+        routing.calls = _source_calls(reply.message)
+    return routing
+
+
+async def _route(
+    model: Any, tools: dict[SourceName, SourceTool], state: AgentState, ctx: Context, today: date
+) -> Routing:
+    """A document intent, or the question intent with the source-tool calls to run; no decision
+    when the model could not be used or gave no valid call (the offline rule decides then)."""
+    routing = Routing()
+    specs = [t.as_openai_tool() for t in tools.values()] + document_tool_specs()
+    messages = _messages(state, ctx, today, tools, routing=True)
+    for _ in range(ROUTER_ROUNDS):
+        reply = await ask_model(
+            model, messages, state=state, ctx=ctx, fallback=FALLBACK, tools=specs,
+            spent=routing.usage, reserve=search_reserve(state, ctx),
+            max_tokens=ctx.judgement_max_tokens,
         )
-        user = CALL_TOOLS_USER.format(question=state["question"],
-                                      query=state.get("query") or state["question"])
-        messages: list[Any] = [SystemMessage(system), HumanMessage(user)]
-        for _ in range(ROUTER_ROUNDS):
-            reply = await ask_model(
-                model, messages, state=state, ctx=ctx, fallback=FALLBACK, tools=specs,
-                spent=self.usage, reserve=search_reserve(state, ctx), max_tokens=ctx.judgement_max_tokens,
-            )
-            add_usage(self.usage, reply.usage)
-            self.warnings += reply.warnings
-            self.trail += reply.trail
-            message = reply.message
-            if not isinstance(message, AIMessage):
-                return None, []
-            calls = list(message.tool_calls)
-            documents = [c for c in calls if c.get("name") in ROUTER_TOOLS]
-            if not documents:  # a question: call_tools runs these calls (and checks them)
-                return Decision("ask", "router"), [
-                    {"id": c.get("id"), "name": c.get("name"), "args": c.get("args") or {}}
-                    for c in calls
-                ]
-            first = documents[0]
-            decision, why = decide(str(first.get("name")), dict(first.get("args") or {}),
-                                   self.today)
-            others = [c for c in calls if c is not first]
-            for c in others:
-                self._reject(str(c.get("name") or ""), "only one tool call with a document tool")
-            if decision is not None:
-                return self._confirmed(decision)
-            reason = why or "invalid arguments"
-            self._reject(str(first.get("name")), reason)
-            messages += [message, *(
-                ToolMessage(
-                    content=RETRY_TEXT.format(
-                        reason=reason if c is first else "only one tool call with a document tool"
-                    ),
-                    tool_call_id=str(c.get("id") or "call"), name=str(c.get("name") or "unknown"),
-                    status="error",
-                ) for c in calls
-            )]
-        self.trail.append(step(state, "route_request", "router_gave_up",
-                               f"no valid document-tool call in {ROUTER_ROUNDS} rounds"))
-        return None, []
+        routing.add(reply)
+        message = reply.message
+        if not isinstance(message, AIMessage):
+            return routing
+        calls = list(message.tool_calls)
+        documents = [c for c in calls if c.get("name") in ROUTER_TOOLS]
+        if not documents:  # a question: call_tools runs these calls (and checks them)
+            routing.decision, routing.calls = Decision("ask", "router"), _source_calls(message)
+            return routing
+        first = documents[0]
+        decision, why = decide(str(first.get("name")), dict(first.get("args") or {}), today)
+        for c in calls:
+            if c is not first:
+                _reject(routing, state, str(c.get("name") or ""), ONE_CALL)
+        if decision is not None:
+            routing.decision = _confirmed(routing, state, decision, today)
+            return routing
+        reason = why or "invalid arguments"
+        _reject(routing, state, str(first.get("name")), reason)
+        messages += [message, *(
+            ToolMessage(content=RETRY_TEXT.format(reason=reason if c is first else ONE_CALL),
+                        tool_call_id=str(c.get("id") or "call"),
+                        name=str(c.get("name") or "unknown"), status="error")
+            for c in calls
+        )]
+    routing.trail.append(step(state, "route_request", "router_gave_up",
+                              f"no valid document-tool call in {ROUTER_ROUNDS} rounds"))
+    return routing
 
-    def _confirmed(
-        self, decision: Decision
-    ) -> tuple[Decision | None, list[dict[str, Any]]]:
-        """The model's document intent, or (None, []) where the offline rule does not see a
-        document request: the rule routes it then, and call_tools asks the model no more."""
-        request = str(self.state.get("query") or self.state.get("question") or "")
-        if confirms_documents(request, self.today):
-            return decision, []
-        self.trail.append(step(self.state, "route_request", "document_intent_not_confirmed",
-                               f"the model chose {decision.intent}; the request names no "
-                               "documents, so the offline rule routes it", intent=decision.intent))
-        return None, []
 
-    def _reject(self, name: str, reason: str) -> None:
-        log.info("routing call rejected: %s", reason)
-        self.rejected.append({"name": name, "reason": reason, "attempt": 1})
-        self.trail.append(step(self.state, "route_request", "rejected_tool_call", reason,
-                               tool=name))
-        self.warnings.append({"kind": "rejected_tool_call", "detail": reason})
+def _confirmed(
+    routing: Routing, state: AgentState, decision: Decision, today: date
+) -> Decision | None:
+    """The model's document intent, or None where the offline rule does not see a document
+    request: the rule routes it then, and the sources are searched with the question."""
+    request = str(turn_of(state).get("query") or state.get("question") or "")
+    if confirms_documents(request, today):
+        return decision
+    routing.trail.append(step(state, "route_request", "document_intent_not_confirmed",
+                              f"the model chose {decision.intent}; the request names no "
+                              "documents, so the offline rule routes it", intent=decision.intent))
+    return None
+
+
+def _reject(routing: Routing, state: AgentState, name: str, reason: str) -> None:
+    log.info("routing call rejected: %s", reason)
+    routing.rejected.append({"name": name, "reason": reason, "attempt": 1})
+    routing.trail.append(step(state, "route_request", "rejected_tool_call", reason, tool=name))
+    routing.warnings.append({"kind": "rejected_tool_call", "detail": reason})

@@ -1,4 +1,5 @@
-"""Search node: one page of documents from the store, with no model call.
+"""Search node: one page of documents from the store, with no model call (the node of the
+search graph, graph/search.py, which the agent runs as a subgraph and search_api on its own).
 
 For a search it is the result. For a search-and-ask it fixes the selection the answer may draw
 on (the page's document ids become the knowledge base's scope); an empty selection ends the run
@@ -8,6 +9,7 @@ with not_found and is never widened to the whole knowledge base.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -16,12 +18,12 @@ from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.documents import DocumentQuery, no_selection_text
 from grounded_agent.nodes._common import step
-from grounded_agent.state import AgentState
+from grounded_agent.state import turn_of
 from grounded_agent.store.pages import read_page
 
 
 async def search_documents(
-    state: AgentState, runtime: Runtime[Context], *, deps: Deps
+    state: Mapping[str, Any], runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     query = DocumentQuery.model_validate(state.get("search") or {})
     store = await asyncio.to_thread(deps.get_store)
@@ -35,7 +37,7 @@ async def search_documents(
     )
     trail = [step(state, "search_documents", f"listed:{fields['status']}", detail,
                   total=documents.get("total_items"), page=query.page)]
-    if state.get("intent") != "search_and_ask":
+    if turn_of(state).get("intent") != "search_and_ask":
         return {**fields, "attempts": 1, "trail": trail}
     fields["result_type"] = "combined"
     if fields["status"] == "unavailable":
@@ -57,6 +59,6 @@ async def search_documents(
         "result_type": "combined",
         "documents": documents,
         "search": fields["search"],
-        "scope": {k: v for k, v in scope.items() if v},
+        "turn": {"scope": {k: v for k, v in scope.items() if v}},
         "trail": trail,
     }

@@ -1,0 +1,134 @@
+"""Citation check node: every sentence of the draft held to its cited passages; the model judges
+only the sentences code cannot decide (the support judgement, support_judge.py)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from grounded_agent.citations import Checked, check_answer
+from grounded_agent.context import Context
+from grounded_agent.deps import Deps
+from grounded_agent.extractive import extractive_draft
+from grounded_agent.model_calls import Fallback
+from grounded_agent.nodes._common import ctx_of, nonempty, step
+from grounded_agent.schemas import Finding
+from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
+from grounded_agent.support_judge import judge_support
+
+log = logging.getLogger(__name__)
+
+SUPPORT_FALLBACK = Fallback(
+    "check_citations", "the answer's sentences were checked by quote only",
+    where="the support check",
+    budget_warning="the answer's sentences were checked by quote only",
+)
+
+
+@dataclass
+class Judgement:
+    """The check after the support judgement, and what the node reports about it."""
+
+    checked: Checked
+    usage: dict[str, int] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    trail: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def check_citations(
+    state: AgentState, runtime: Runtime[Context], *, deps: Deps
+) -> dict[str, Any]:
+    """Markers resolved and renumbered, unsupported sentences removed; a model draft of which no
+    sentence keeps a valid citation is replaced by an extract of the evidence."""
+    ctx = ctx_of(runtime)
+    turn = turn_of(state)
+    draft: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
+    evidence = list(turn.get("evidence") or [])
+    how: DraftHow = draft.get("how", "extractive")
+    text = draft.get("text", "")
+    checked = check_answer(text, evidence)
+    judgement = Judgement(checked)
+    model = deps.model(ctx) if ctx.judge_support else None
+    if how == "model" and checked.doubted and model is not None:
+        judgement = await _judge(state, ctx, model, text, evidence, checked)
+    checked = judgement.checked
+    warnings = [*judgement.warnings, *check_warnings(checked)]
+    trail = list(judgement.trail)
+    if how == "model" and not checked.citations:
+        # the model tried to answer, but no sentence kept a valid citation (a marker past the
+        # sources, a claim its source does not support): the usable evidence is quoted instead
+        trail.append(step(
+            state, "check_citations", "model_draft_unusable",
+            f"no sentence of the model's draft kept a valid citation "
+            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
+            "sentence(s) removed); the answer was extracted from the sources"))
+        extract = draft.get("extract")
+        if extract is None:
+            extract = extractive_draft(str(state["question"]), evidence)
+        checked = check_answer(extract, evidence)
+        warnings += check_warnings(checked)
+        how = "extractive"
+    trail.append(step(
+        state, "check_citations", f"draft_{how}",
+        f"{len(checked.citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
+        f"removed, {len(checked.removed_markers)} marker(s) removed"))
+    checked_draft: Draft = {**draft, "text": checked.text, "how": how,
+                            "citations": checked.citations}
+    return {"turn": {"draft": checked_draft}, "trail": trail,
+            **nonempty(usage=judgement.usage, warnings=warnings)}
+
+
+async def _judge(
+    state: AgentState, ctx: Context, model: Any, draft: str, evidence: list[Finding],
+    checked: Checked,
+) -> Judgement:
+    """The sentences that quote no cited passage word for word, judged by the model in one call;
+    after a failed, unreadable or unaffordable judgement they stay removed, and a failed or
+    unaffordable one says so to the user (the check was by quote only)."""
+    claims = checked.doubted
+    usage: dict[str, int] = {}
+    judged = await judge_support(model, ctx, evidence, claims, state=state, usage=usage)
+    if judged.verdicts is None:
+        warnings, _ = SUPPORT_FALLBACK.report(
+            state, exhausted=judged.exhausted, failure=judged.failure
+        )
+        entry = step(state, "check_citations", "support_not_judged",
+                     f"{len(claims)} sentence(s) that quote no source word for word stay "
+                     f"removed: {judged.why_not}")
+        return Judgement(checked, usage, warnings, [entry])
+    kept = sum(judged.verdicts.values())
+    entry = step(state, "check_citations", "support_judged",
+                 f"the model found {kept} of {len(claims)} sentence(s) that quote no source word "
+                 "for word stated in their sources")
+    return Judgement(check_answer(draft, evidence, judged=judged.verdicts), usage, [], [entry])
+
+
+def check_warnings(checked: Checked) -> list[dict[str, Any]]:
+    """What the citation check removed, one warning each."""
+    warnings: list[dict[str, Any]] = [
+        {"kind": "citation_removed",
+         "detail": f"the citation marker numbered {m.strip('[]')} pointed at no source and was "
+         "removed"}
+        for m in checked.removed_markers
+    ]
+    # not quoted: a sentence no source supports is unchecked text (a poisoned passage may have
+    # written it); the log keeps it
+    unread = {sentence for sentence, _ in checked.doubted}
+    warnings += [
+        {"kind": "unsupported_sentence",
+         "detail": f"a sentence of {len(sentence.split())} words was removed, "
+         + ("checked by quote only (no judgement read it)" if sentence in unread
+            else "not supported by its cited source")}
+        for sentence in checked.unsupported
+    ]
+    for sentence in checked.unsupported:
+        log.info("removed a sentence its sources do not support: %s", sentence[:200])
+    for url in checked.removed_urls:
+        warnings.append(
+            {"kind": "citation_removed", "detail": "a link that is not one of the sources was removed"}
+        )
+        log.info("removed a URL not among the sources: %s", url[:100])
+    return warnings

@@ -1,0 +1,105 @@
+"""Draft node: the model writes the answer from the sources in state (or they are quoted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from grounded_agent.citations import MARKER
+from grounded_agent.cite_unmarked import cite_unmarked, says_no_answer
+from grounded_agent.context import Context
+from grounded_agent.deps import Deps
+from grounded_agent.extractive import extractive_draft
+from grounded_agent.languages import name_of, translation_needed
+from grounded_agent.model_calls import Fallback, ask_model
+from grounded_agent.nodes._common import ctx_of, nonempty, step
+from grounded_agent.prompts.answer import ANSWER_USER
+from grounded_agent.prompts.sources import render_sources
+from grounded_agent.schemas import Finding
+from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
+
+FALLBACK = Fallback(
+    "draft_answer", "the answer was extracted from the sources", where="the answer step",
+    budget_warning="answer extracted without the model", trail="extractive answer used",
+)
+
+
+def format_sources(evidence: list[Finding]) -> str:
+    """The escaped sources block (one builder for every prompt: prompts.sources)."""
+    return render_sources(evidence)
+
+
+async def draft_answer(
+    state: AgentState, runtime: Runtime[Context], *, deps: Deps
+) -> dict[str, Any]:
+    """One model call writes the draft; without a reply the evidence is quoted instead. Nothing is
+    checked here: every draft goes through check_citations."""
+    ctx = ctx_of(runtime)
+    question = str(state["question"])
+    turn = turn_of(state)
+    evidence = list(turn.get("evidence") or [])
+    model = deps.model(ctx)
+    held: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
+    extract = held.get("extract")  # built by score_confidence for the same evidence
+    # asked for another language than the sources': written and checked in theirs first
+    write_in = translation_needed(state.get("language"), (e.language for e in evidence))
+    trail: list[dict[str, Any]] = []
+    update: dict[str, Any] = {}
+    text, replied = "", False
+    how: DraftHow = "extractive"
+    if model is not None:
+        reply = await ask_model(
+            model, _messages(state, ctx, question, evidence, write_in), state=state, ctx=ctx,
+            fallback=FALLBACK, max_tokens=ctx.answer_max_tokens,
+        )
+        trail += reply.trail
+        update = nonempty(usage=reply.usage, warnings=reply.warnings)
+        replied = reply.message is not None
+        text, how = reply.text, "model" if replied else "extractive"
+    if how == "model" and text.strip() and not MARKER.search(text):
+        text, how, entry = _unmarked(state, text, evidence)
+        trail.append(entry)
+    elif not text:
+        # no reply, or an empty one: the evidence is quoted (a model's empty reply stays "model"
+        # so that the citation check treats it as the model's draft it stands in for)
+        text = extract if extract is not None else extractive_draft(question, evidence)
+        if state.get("language"):
+            trail.append(step(state, "draft_answer", "language_not_applied",
+                              "an extracted answer quotes its sources in their own language"))
+    draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in}
+    return {**update, "turn": {"draft": draft}, "trail": trail}
+
+
+def _unmarked(
+    state: AgentState, text: str, evidence: list[Finding]
+) -> tuple[str, DraftHow, dict[str, Any]]:
+    """A draft without any marker: each sentence is cited by the passage it quotes or is closest
+    to, then checked like any cited sentence; only a draft that quotes nothing and says the
+    sources do not answer is the model abstaining."""
+    cited, quoting, closest = cite_unmarked(text, evidence)
+    if quoting or (closest and not says_no_answer(text)):
+        return cited, "model", step(
+            state, "draft_answer", "model_draft_cited",
+            f"the draft had no markers: {quoting} sentence(s) cited by the passage they quote, "
+            f"{closest} by the closest passage, to be checked as every cited sentence is")
+    if says_no_answer(text):
+        return "", "abstained", step(state, "draft_answer", "model_abstained",
+                                     "the model found no answer in the sources")
+    return text, "model", step(state, "draft_answer", "model_draft_uncited",
+                               "the draft had no markers and no sentence near a passage")
+
+
+def _messages(
+    state: AgentState, ctx: Context, question: str, evidence: list[Finding], write_in: str | None
+) -> list[Any]:
+    language = (
+        f"{name_of(write_in)}, the language of the sources (a translation follows)"
+        if write_in
+        else state.get("language") or "the language of the question"
+    )
+    return [
+        SystemMessage(ctx.answer_system_prompt.format(language=language)),
+        HumanMessage(ANSWER_USER.format(question=question, sources=format_sources(evidence))),
+    ]
