@@ -216,11 +216,19 @@ def _given(base_url: str, name: str) -> Iterator[tuple[str, str]]:
 
 
 def _count_500(log: Path) -> int | None:
-    """HTTP 500 replies the server logged (llama-server writes one line per request)."""
+    """HTTP 500 replies the server logged. llama-cpp-python (uvicorn) writes one access line per
+    request; llama-server logs no requests, only its errors: a handler's exception with the
+    reply's code ("got exception: {... "code":500 ...}") and a task's error ("send_error: task id
+    = N, error: ..."), counted here as 500s although some of the latter are 400s."""
     if not log.is_file():
         return None
-    text = log.read_text(errors="replace")
-    return sum(1 for line in text.splitlines() if " 500" in line and "/v1/chat" in line)
+    count = 0
+    for line in log.read_text(errors="replace").splitlines():
+        access = "/v1/chat" in line and " 500" in line
+        handler = "got exception" in line and '"code":500' in line.replace(" ", "")
+        task = "send_error" in line and "error:" in line
+        count += access or handler or task
+    return count
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from grounded_agent.quantities import NUMBER_WORDS, TIME_UNITS
+
 AnswerType = Literal[
     "amount", "price", "duration", "frequency", "date", "number", "phone", "person", "place"
 ]
@@ -56,21 +58,17 @@ _TOPIC_WORDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 _DIGIT = re.compile(r"\d")
 _CARDINAL_DIGITS = re.compile(r"\d(?![\d.,]*(?:st|nd|rd|th)\b)", re.IGNORECASE)
 """A digit that is no ordinal ("1st", "22nd"): a count, an amount, a length of time."""
-_CARDINALS = (
-    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-    "forty|fifty|sixty|hundred|thousand|million|billion|dozen|half|once|twice|single|double"
-)
+_CARDINALS = "|".join([*NUMBER_WORDS, "billion", "half", "single", "double"])
+_TIME = "|".join(u for u in TIME_UNITS if len(u) > 2)
+"""Units of time, from the one unit table (data/quantities.txt)."""
 _NUMBER_WORD = re.compile(rf"\b({_CARDINALS}|first|second|third|fourth|fifth)\b", _Q)
 _CARDINAL_WORD = re.compile(rf"\b({_CARDINALS})\b", _Q)
 _MONTH_DAY = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
     r"(mon|tues|wednes|thurs|fri|satur|sun|week)days?|weekends?|noon|midnight|"
     r"daily|weekly|monthly|annually|yearly|century|today|tomorrow)\b", _Q)
-_UNIT = re.compile(
-    r"\b(second|minute|hour|day|week|month|year|decade|century)s?\b|\b\d+\s*-?\s*(h|min|d)\b",
-    _Q)
-_A_UNIT = re.compile(
-    r"\b(a|an|one|half an?) (second|minute|hour|day|week|fortnight|month|year|decade)\b", _Q)
+_UNIT = re.compile(rf"\b({_TIME})s?\b|\b\d+\s*-?\s*(h|min|d)\b", _Q)
+_A_UNIT = re.compile(rf"\b(a|an|one|half an?) ({_TIME})\b", _Q)
 _EVERY = re.compile(
     r"\b(daily|weekly|fortnightly|monthly|quarterly|annually|yearly|hourly|every|each (day|week|"
     r"month|year)|once|twice|times (a|an|per|each))\b", _Q)
@@ -81,7 +79,7 @@ _NUMBER = rf"(\d+([.,]\d+)?|{_CARDINALS})"
 _NOT_PRICE = re.compile(
     r"\b\d{1,2}:\d{2}\b|"  # a time of day
     rf"\b{_NUMBER}(\s*-\s*|\s+to\s+|\s+)({_NUMBER}\s+)?(working\s+|calendar\s+)?"
-    r"(second|minute|hour|day|week|fortnight|month|year|decade)s?\b",
+    rf"({_TIME})s?\b",
     _Q)
 """Figures that are times, not prices: "08:00", "5 days", "two to four weeks"."""
 _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")

@@ -27,11 +27,12 @@ from grounded_agent.schemas import Citation, Finding
 from grounded_agent.text import (
     BULLET,
     SENTENCE_END,
-    STOPWORDS,
     answer_units,
+    data_lines,
     ends_with_abbreviation,
     looks_like_instruction,
     stem,
+    terms,
     tokens,
 )
 
@@ -115,10 +116,7 @@ _REF_INLINE = re.compile(
 )
 _REF_ENTRY = re.compile(r"^\s*(?:[-*•+]\s*)?(?P<marks>(?:\[[^\]]{1,40}\]\s*)+)[:.\-–—)]?\s*(?P<rest>.*)$")
 _CLOSES = re.compile(r"[.!?][\"'”’)\]]*\s*$")
-_REF_WORDS = frozenset({
-    "page", "pages", "section", "source", "sources", "updated", "retrieved", "accessed", "dated",
-    "version", "document", "doc", "chunk", "passage", "pdf", "online", "web", "available", "see",
-})
+_REF_WORDS = data_lines("reference_words.txt")
 
 
 def _ends_with_abbreviation(text: str) -> bool:
@@ -133,7 +131,7 @@ def _looks_like_reference(rest: str, numbers: list[int], sources: Sequence[Findi
     if not numbers or not all(1 <= n <= len(sources) for n in numbers):
         return False
     rest = URL.sub(" ", rest)
-    words = {stem(w) for w in re.findall(r"[^\W\d_]+", rest.lower()) if w not in STOPWORDS}
+    words = {t for t in terms(rest) if not t[0].isdigit()}
     if not words:
         return True
     known: set[str] = {stem(w) for w in _REF_WORDS}
@@ -142,7 +140,7 @@ def _looks_like_reference(rest: str, numbers: list[int], sources: Sequence[Findi
         meta = " ".join(
             str(x) for x in (f.title, f.section, f.source_id, f.url, f.source, f.version) if x
         )
-        known |= {stem(w) for w in re.findall(r"[^\W\d_]+", meta.lower())}
+        known |= set(terms(meta))
     return words <= known
 
 

@@ -10,42 +10,30 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_UNITS: dict[str, tuple[str, float]] = {
-    # time, in seconds (a month is a twelfth of a year, not 30 days)
-    "second": ("time", 1.0), "sec": ("time", 1.0), "minute": ("time", 60.0), "min": ("time", 60.0),
-    "hour": ("time", 3600.0), "hr": ("time", 3600.0), "h": ("time", 3600.0),
-    "day": ("time", 86400.0), "week": ("time", 604800.0), "fortnight": ("time", 1209600.0),
-    "month": ("time", 2629800.0), "year": ("time", 31557600.0), "yr": ("time", 31557600.0),
-    "decade": ("time", 315576000.0),
-    # volume, in litres
-    "ml": ("volume", 0.001), "millilitre": ("volume", 0.001), "milliliter": ("volume", 0.001),
-    "cl": ("volume", 0.01), "l": ("volume", 1.0), "litre": ("volume", 1.0),
-    "liter": ("volume", 1.0),
-    # mass, in kilograms
-    "mg": ("mass", 1e-6), "g": ("mass", 0.001), "gram": ("mass", 0.001), "kg": ("mass", 1.0),
-    "kilogram": ("mass", 1.0), "tonne": ("mass", 1000.0), "t": ("mass", 1000.0),
-    # length, in metres
-    "mm": ("length", 0.001), "cm": ("length", 0.01), "m": ("length", 1.0),
-    "metre": ("length", 1.0), "meter": ("length", 1.0), "km": ("length", 1000.0),
-    "kilometre": ("length", 1000.0), "kilometer": ("length", 1000.0),
-    # shares
-    "%": ("share", 0.01), "percent": ("share", 0.01), "per cent": ("share", 0.01),
-}
-NUMBER_WORDS: dict[str, int] = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
-    "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-    "hundred": 100, "thousand": 1000, "million": 1000000, "dozen": 12, "once": 1, "twice": 2,
-    "thrice": 3,
-}
-"""Numbers written as words, as the support check reads them (citations.py) and quantities here."""
+from grounded_agent.text import data_lines
+
+
+def _table() -> tuple[dict[str, int], dict[str, float], dict[str, tuple[str, float]]]:
+    """data/quantities.txt: number words, parts ("a third") and units by kind."""
+    numbers: dict[str, int] = {}
+    parts: dict[str, float] = {}
+    units: dict[str, tuple[str, float]] = {}
+    for line in data_lines("quantities.txt"):
+        kind, rest = line.split(None, 1)
+        phrase, value = rest.rsplit(None, 1)
+        if kind == "number":
+            numbers[phrase] = int(value)
+        elif kind == "part":
+            parts[phrase] = float(value)
+        else:
+            units[phrase] = (kind, float(value))
+    return numbers, parts, units
+
+
+NUMBER_WORDS, _SHARES, _UNITS = _table()
+"""Numbers written as words (answer_types reads them too), shares in words, units by kind."""
+TIME_UNITS = tuple(u for u, (kind, _) in _UNITS.items() if kind == "time")
 _WORDS = {**NUMBER_WORDS, "a": 1, "an": 1, "half a": 0.5, "half an": 0.5}
-_SHARES = {
-    "half": 0.5, "a third": 1 / 3, "one third": 1 / 3, "a quarter": 0.25, "one quarter": 0.25,
-    "three quarters": 0.75, "a fifth": 0.2, "one fifth": 0.2, "a tenth": 0.1, "one tenth": 0.1,
-    "two thirds": 2 / 3,
-}
 _UNIT_WORDS = "|".join(sorted((re.escape(u) for u in _UNITS if u != "%"), key=len, reverse=True))
 _NUMBER = r"\d+(?:[.,]\d+)*"
 _DIGIT_QUANTITY = re.compile(

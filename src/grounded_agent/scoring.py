@@ -27,7 +27,6 @@ from grounded_agent.text import coverage, key_terms, missing_names, split_senten
 
 # Cut-offs on key-term coverage of a passage (share of the question's weighted key terms).
 HIGH_COVERAGE = 0.5
-MEDIUM_COVERAGE = 0.4
 NOT_RELEVANT_COVERAGE = 0.2
 
 TYPE_SENTENCE_COVERAGE = 0.2

@@ -28,13 +28,15 @@ SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)]))\s+(?=[\"'“�
 The sentence choice and the citation check split alike, so a quoted sentence keeps its marker."""
 
 
+def data_lines(name: str) -> list[str]:
+    """A table shipped as package data (data/NAME, which states its source): its entries, one a
+    line, without the "#" comment lines."""
+    text = files("grounded_agent").joinpath("data", name).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
 
 def _word_list(name: str) -> frozenset[str]:
-    """A word list shipped as package data (data/NAME): one entry a line, "#" lines comment."""
-    text = files("grounded_agent").joinpath("data", name).read_text(encoding="utf-8")
-    return frozenset(
-        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
-    )
+    return frozenset(data_lines(name))
 
 
 STOPWORDS = _word_list("stopwords.txt")
@@ -78,10 +80,6 @@ def stem(token: str) -> str:
     if len(token) >= 3 and token.endswith("s") and not _VOWEL.search(token[:-1]):
         return token[:-1]  # an acronym's plural ("DVDs", "PDFs"), which Snowball leaves alone
     return str(_stemmer().stemWord(token))  # type: ignore[attr-defined]
-
-
-def is_number(token: str) -> bool:
-    return bool(_NUMBER.match(token))
 
 
 def is_content(tok: str) -> bool:

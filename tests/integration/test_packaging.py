@@ -32,8 +32,9 @@ def test_the_wheel_ships_the_sample_kb_and_no_evaluation_or_test_code(tmp_path: 
     assert "grounded_agent/sample/questions.txt" in sample
     for suffix in (".md", ".pdf", ".docx", ".meta.yaml"):
         assert any(n.startswith("grounded_agent/sample/kb/") and n.endswith(suffix) for n in sample)
-    # the word lists the code reads (text.STOPWORDS, text.ABBREVIATIONS) are package data
-    assert {"grounded_agent/data/stopwords.txt", "grounded_agent/data/abbreviations.txt"} <= set(names)
+    # the tables the code reads (text.data_lines) are package data
+    tables = {"stopwords", "abbreviations", "quantities", "reference_words"}
+    assert {f"grounded_agent/data/{t}.txt" for t in tables} <= set(names)
     tops = {n.split("/")[0] for n in names if not n.startswith("grounded_agent-")}
     assert tops == {"grounded_agent"}, tops  # no evals/, tests/, benchmarks/ or scripts/
     assert not any("evaluation" in n or "scripted" in n or "testing" in n for n in names)

@@ -81,3 +81,15 @@ def test_a_time_of_day_or_a_number_word_written_another_way_is_stated(sentence: 
 )
 def test_a_changed_time_or_count_is_not(sentence: str) -> None:
     assert not figures_stated(sentence, HOURS)
+
+
+def test_the_tables_come_from_the_data_file() -> None:
+    # one table of number words and units (data/quantities.txt), read by the figure check and
+    # by answer_types alike
+    from grounded_agent.answer_types import holds_type
+    from grounded_agent.quantities import NUMBER_WORDS, TIME_UNITS
+
+    assert NUMBER_WORDS["seventy"] == 70 and "fortnight" in TIME_UNITS
+    assert quantities("a fortnight") == quantities("14 days")
+    assert holds_type("duration", "Keys are returned within a fortnight.")
+    assert holds_type("number", "Seventy rooms face the sea.")
