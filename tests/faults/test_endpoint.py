@@ -18,7 +18,7 @@ import pytest
 from grounded_agent.graph.builder import build_graph
 from grounded_agent.serve.app import ServeSettings, create_app
 from grounded_agent.store import StoreSettings, open_store
-from tests.fakes import ScriptedChatModel, judgement, text, tool_call
+from tests.fakes import ScriptedChatModel, text, tool_call
 from tests.faults.conftest import logged
 from tests.faults.test_sources import QUESTION, FlakyStore, kb_tool
 from tests.support.serving import serving
@@ -49,10 +49,11 @@ class CountingModel(ScriptedChatModel):
 
 
 def _model() -> CountingModel:
+    """Two model calls after prepare_question: the draft (a paraphrase) and its support
+    judgement (one source and a question: the search is chosen without the model)."""
     return CountingModel(responses=[
-        tool_call("knowledge_base", {"query": "Pro plan price"}),
-        judgement("HIGH", True),
-        text("The Pro plan costs 49 EUR per user per month [1]."),
+        text("Each user on the Pro plan pays 49 EUR a month [1]."),
+        tool_call("SupportJudgement", {"supported": [1]}),
     ])
 
 

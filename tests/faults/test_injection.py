@@ -87,7 +87,7 @@ async def test_obedient_model(fault: Any, caplog: pytest.LogCaptureFixture) -> N
              "Our auditors confirm every figure here [7]."),
     ])
     result = await aask(QUESTION, graph=build_graph(chat_model=model, tools=tools(store)),
-                        context=Context(sources=["knowledge_base"]))
+                        context=Context(sources=["knowledge_base"], choose_one_source=True))
     # the allow-list: the requested source and the two document tools (issue 11), nothing else
     assert [t["function"]["name"] for t in model.bound_tools[0]] == [
         "knowledge_base", "search_documents", "search_and_ask"

@@ -62,7 +62,7 @@ async def ask(score: float = 0.92, **ctx: Any) -> AgentResult:
         store.asearch = asearch  # type: ignore[method-assign]
     graph = build_graph(tools={"knowledge_base": kb_tool(store)})  # the model from the env
     return await aask(QUESTION, graph=graph,
-                      context=Context(sources=["knowledge_base"], **ctx))
+                      context=Context(sources=["knowledge_base"], **{"choose_one_source": True, **ctx}))
 
 
 def assert_grounded(result: AgentResult, requests: int) -> None:

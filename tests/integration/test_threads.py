@@ -33,7 +33,7 @@ PRO = "The Pro plan costs 49 EUR per user per month. It includes priority suppor
 FIRST = "What does the Pro plan cost?"
 FOLLOW_UP = "Does it include support?"
 STANDALONE = "Does the Pro plan include priority support?"
-CTX = Context(sources=["knowledge_base"])
+CTX = Context(sources=["knowledge_base"], choose_one_source=True)  # the model picks the search
 
 
 def _kb() -> ScriptedSource:
@@ -42,20 +42,21 @@ def _kb() -> ScriptedSource:
     )
 
 
-def _first_turn_model() -> ScriptedChatModel:
+def _first_turn_model(chooses: bool = True) -> ScriptedChatModel:
+    """`chooses`: the model is asked to choose the search (CTX); by default (one source, a
+    question) it is not."""
+    choice = [tool_call("knowledge_base", {"query": "Pro plan price"})] if chooses else []
     return ScriptedChatModel(
-        responses=[
-            tool_call("knowledge_base", {"query": "Pro plan price"}),
-            text("The Pro plan costs 49 EUR per user per month [1]."),
-        ]
+        responses=[*choice, text("The Pro plan costs 49 EUR per user per month [1].")]
     )
 
 
-def _follow_up_model() -> ScriptedChatModel:
+def _follow_up_model(chooses: bool = True) -> ScriptedChatModel:
+    choice = [tool_call("knowledge_base", {"query": "Pro plan priority support"})] if chooses else []
     return ScriptedChatModel(
         responses=[
             text(STANDALONE),  # prepare_question resolves the follow-up against the thread
-            tool_call("knowledge_base", {"query": "Pro plan priority support"}),
+            *choice,
             judgement("HIGH", True),
             text("Yes, the Pro plan includes priority support [1]."),
         ]
@@ -63,14 +64,15 @@ def _follow_up_model() -> ScriptedChatModel:
 
 
 def _assert_follow_up_saw_the_first_turn(
-    model: ScriptedChatModel, kb: ScriptedSource, result: dict[str, Any]
+    model: ScriptedChatModel, kb: ScriptedSource, result: dict[str, Any],
+    searched: str = "Pro plan priority support",
 ) -> None:
     condense_prompt = " ".join(str(m.content) for m in model.received[0])
     assert FIRST in condense_prompt and "49 EUR" in condense_prompt
     assert FOLLOW_UP in condense_prompt
     assert result["queries"][0] == STANDALONE
     assert any(t["decision"] == "resolved_follow_up" for t in result["trail"])
-    assert kb.queries == ["Pro plan priority support"]
+    assert kb.queries == [searched]
     assert result["status"] == "answered"
 
 
@@ -78,7 +80,7 @@ def test_endpoint_thread_survives_a_restart(fake_store: KnowledgeStore) -> None:
     thread = f"thread-{uuid.uuid4().hex[:8]}"
     config = {"configurable": {"thread_id": thread}}
 
-    first_model = _first_turn_model()
+    first_model = _first_turn_model(chooses=False)  # the endpoint runs the default Context
     app = create_app(
         build_graph(chat_model=first_model, tools={"knowledge_base": _kb().tool()}),
         store=fake_store,
@@ -92,10 +94,10 @@ def test_endpoint_thread_survives_a_restart(fake_store: KnowledgeStore) -> None:
         )
     assert r.status_code == 200, r.text
     assert r.json()["output"]["status"] == "answered"
-    assert first_model.calls == 2
+    assert first_model.calls == 1
 
     # a new app instance: nothing in memory, only the database remembers the thread
-    model, kb = _follow_up_model(), _kb()
+    model, kb = _follow_up_model(chooses=False), _kb()
     app = create_app(
         build_graph(chat_model=model, tools={"knowledge_base": kb.tool()}),
         store=fake_store,
@@ -108,10 +110,10 @@ def test_endpoint_thread_survives_a_restart(fake_store: KnowledgeStore) -> None:
             timeout=60,
         )
         assert r.status_code == 200, r.text
-        _assert_follow_up_saw_the_first_turn(model, kb, r.json()["output"])
+        _assert_follow_up_saw_the_first_turn(model, kb, r.json()["output"], searched=STANDALONE)
 
         # without a thread_id a question stands alone: no follow-up resolution
-        alone = _first_turn_model()
+        alone = _first_turn_model(chooses=False)
         app2 = create_app(
             build_graph(chat_model=alone, tools={"knowledge_base": _kb().tool()}),
             store=fake_store,
