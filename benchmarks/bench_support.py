@@ -35,7 +35,7 @@ frozen: 48/50 = 96.0% and 40/50 = 80.0% false removal, 4/50 = 8.0% and 5/50 = 10
 Those rates are the word check's that stood here until issue 24: a lexical reader of paraphrase
 (synonym, antonym, unit and negation tables) that fitted the rows it was tuned on and not the
 others. It is gone. Code now keeps a sentence by itself only when it quotes whole sentences of
-a cited passage word for word (citations.support_verdict); every other sentence is removed unless
+a cited passage word for word (citations.quoted_in); every other sentence is removed unless
 LLM mode's support judgement (support_judge.py, Context.judge_support) finds it stated, and even
 then a figure it writes in digits must stand in the passage. So the code alone keeps no
 unsupported row of any set, and removes every paraphrase; what LLM mode keeps is the judge's
@@ -64,7 +64,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from grounded_agent.citations import check_answer, support_verdict
+from grounded_agent.citations import check_answer, quoted_in
 from grounded_agent.context import Context
 from grounded_agent.deps import default_chat_model
 from grounded_agent.schemas import Finding
@@ -109,8 +109,8 @@ def verdicts(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool, str
             text=row["passage"],
             score=0.9,
         )
-        v = support_verdict(row["sentence"], [finding])
-        out.append((row, v.supported, v.reason))
+        quoted = bool(quoted_in(row["sentence"], [finding]))
+        out.append((row, quoted, "quotes the passage" if quoted else "quotes no passage word for word"))
     return out
 
 

@@ -235,10 +235,11 @@ def _command(engine: str, port: int) -> list[str]:
         return [str(server_binary()), "-m", str(model_path()), "--jinja", "--host", "127.0.0.1",
                 "--port", str(port), "--alias", MODEL_NAME, "-c", str(CONTEXT_TOKENS * SLOTS),
                 "-np", str(SLOTS), "-t", threads, "--no-webui"]
-    # its prompt cache keeps computed prefixes in memory, as llama-server's slots do
+    # no `--cache true`: its RAM prompt cache grew without bound here (22.9 GB resident after
+    # about 30 requests, then the kernel's OOM killer ended the server mid-benchmark)
     return [str(python_engine()), "-m", "llama_cpp.server", "--model", str(model_path()),
             "--model_alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads, "--cache", "true"]
+            "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads]
 
 
 def _wait(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:

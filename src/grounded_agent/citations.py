@@ -5,7 +5,7 @@ the full stop, with or without a space, grouped ("[1][2]", "[1, 2]", "[1-3]"), o
 at line ends, and a trailing "Sources:" list that is no claim at all. A marker belongs to the
 sentence it closes, never to the next one. `check_answer` then keeps a sentence only when its
 markers resolve to sources and it does not read as an instruction, and when either it quotes
-whole sentences of a cited passage word for word (`support_verdict`), or a judge that reads
+whole sentences of a cited passage word for word (`quoted_in`), or a judge that reads
 paraphrase (LLM mode's support judgement, support_judge.py) found it stated there and every
 figure it writes in digits stands in the passages.
 
@@ -360,7 +360,7 @@ def check_answer(
         if verdict is False:
             unsupported.append(bare)
             continue
-        quoted = _quoting(bare, cited_passages)
+        quoted = quoted_in(bare, cited_passages)
         if quoted:
             kept.append((_terminate(bare), [valid[i] for i in quoted]))
         elif verdict is True and _digits_stated(bare, cited_passages):
@@ -418,15 +418,6 @@ def attach_markers(sentence: str, marks: str) -> str:
 # ------------------------------------------------------------------------------ support check
 
 
-@dataclass
-class Verdict:
-    """Whether cited passages support a sentence by themselves, and which of them it quotes."""
-
-    supported: bool
-    reason: str
-    contributing: list[int] = field(default_factory=list)
-
-
 def _words(text: str) -> tuple[str, ...]:
     """A sentence as the quote check compares it: its words and numbers in order, without the
     markers and links the claim parser takes out of a draft, case and punctuation aside (list
@@ -434,9 +425,10 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(tokens(MARKER.sub(" ", URL.sub(" ", html.unescape(BULLET.sub("", text))))))
 
 
-def _quoting(sentence: str, findings: Sequence[Finding]) -> list[int]:
-    """The passages the sentence quotes word for word, as one or more whole sentences of theirs
-    in a row (a table row read with its header counts as a sentence)."""
+def quoted_in(sentence: str, findings: Sequence[Finding]) -> list[int]:
+    """The indexes of the passages the sentence quotes word for word, as one or more whole
+    sentences of theirs in a row (a table row read with its header counts as a sentence): the
+    only support code grants by itself; anything else is paraphrase, for a judge that reads."""
     want = _words(sentence)
     if not want:
         return []
@@ -454,17 +446,3 @@ def _quoting(sentence: str, findings: Sequence[Finding]) -> list[int]:
                 found.append(i)
                 break
     return found
-
-
-def support_verdict(sentence: str, findings: Sequence[Finding]) -> Verdict:
-    """Do the cited passages support the sentence without a judge? Only a quote of whole
-    sentences does: anything else is a paraphrase, which only a judge that reads may confirm."""
-    quoted = _quoting(sentence, findings)
-    if quoted:
-        return Verdict(True, "quotes the passage", quoted)
-    return Verdict(False, "quotes no cited passage word for word (checked by quote only)")
-
-
-def supports(sentence: str, findings: Sequence[Finding]) -> bool:
-    """Whether the cited passages support the sentence by themselves (see `support_verdict`)."""
-    return support_verdict(sentence, findings).supported

@@ -1,7 +1,7 @@
 """A model draft without citation markers, cited sentence by sentence before the citation check.
 
 Small models often answer right but write no `[n]` marker. Such a draft is no abstention: a
-sentence that quotes a passage gets that passage's marker (`citations.support_verdict`, the check
+sentence that quotes a passage gets that passage's marker (`citations.quoted_in`, the check
 every cited sentence goes through); any other sentence gets the marker of the passage that shares
 most of its content words, so the citation check treats it as it treats every cited paraphrase
 (the support judge reads it, or it is removed). A sentence that shares no word with any passage
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from grounded_agent.citations import attach_markers, split_claims, support_verdict
+from grounded_agent.citations import attach_markers, quoted_in, split_claims
 from grounded_agent.prompts.answer import NO_ANSWER_PATTERN
 from grounded_agent.schemas import Finding
 from grounded_agent.text import content_stems
@@ -52,9 +52,9 @@ def cite_unmarked(draft: str, sources: Sequence[Finding]) -> tuple[str, int, int
             continue
         marker: list[int] = []
         if not claim.lead_in and not says_no_answer(text):
-            verdict = support_verdict(text, sources)
-            if verdict.supported and verdict.contributing:
-                marker = [verdict.contributing[0] + 1]
+            quoted = quoted_in(text, sources)
+            if quoted:
+                marker = [quoted[0] + 1]
                 quoting += 1
             elif (n := _closest(text, sources)) is not None:
                 marker = [n]

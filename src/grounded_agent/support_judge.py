@@ -2,7 +2,7 @@
 passage word for word, and names those their cited passages state.
 
 Code decides alone only on a quote of whole sentences of a cited passage
-(citations.support_verdict): a word list that read paraphrase removed 56-96% of supported
+(citations.quoted_in): a word list that read paraphrase removed 56-96% of supported
 paraphrases and kept 8-40% of unsupported sentences on the labelled sets written after it was
 frozen (bench_support.py), so paraphrase goes to the model. What the judge keeps still passes
 the rules kept in code (citations.check_answer)."""

@@ -8,8 +8,8 @@ from grounded_agent.citations import (
     MARKER,
     attach_markers,
     check_answer,
+    quoted_in,
     split_claims,
-    support_verdict,
 )
 from tests.fakes import finding
 
@@ -292,11 +292,11 @@ def test_a_sentence_ending_in_a_quote_keeps_its_marker() -> None:
 def test_a_word_for_word_quote_with_units_is_supported_and_a_changed_number_is_not() -> None:
     quote = "The river carries nearly 1,000 m3/s (35,000 cu ft/s) of water in spring"
     assert check_answer(f"{quote} [1].", [QUOTES]).text == f"{quote} [1]."
-    assert support_verdict(quote, [QUOTES]).supported
+    assert quoted_in(quote, [QUOTES]) == [0]
     changed = quote.replace("1,000", "2,000")
     assert check_answer(f"{changed} [1].", [QUOTES]).text == ""
     # half a sentence is no quote
-    assert not support_verdict("He who does great things", [QUOTES]).supported
+    assert not quoted_in("He who does great things", [QUOTES])
 
 
 def test_a_line_that_only_looks_like_a_numbered_item_continues_its_sentence() -> None:

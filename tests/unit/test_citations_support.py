@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grounded_agent.citations import check_answer, supports
+from grounded_agent.citations import check_answer, quoted_in
 from grounded_agent.text import split_sentences
 from tests.fakes import finding
 from tests.support.benchmarks import load_benchmark
@@ -49,7 +49,7 @@ def test_every_sentence_of_every_labelled_passage_supports_itself() -> None:
         seen.add(row["passage"])
         f = finding(title=row["title"], text=row["passage"], section=row.get("section"))
         for sentence in split_sentences(row["passage"]):
-            assert supports(sentence, [f]), sentence
+            assert quoted_in(sentence, [f]), sentence
 
 
 PASSAGE = finding(
@@ -74,7 +74,7 @@ PASSAGE = finding(
     ],
 )
 def test_quotes_of_whole_sentences_stay(sentence: str) -> None:
-    assert supports(sentence, [PASSAGE])
+    assert quoted_in(sentence, [PASSAGE])
 
 
 @pytest.mark.parametrize(
@@ -92,7 +92,7 @@ def test_quotes_of_whole_sentences_stay(sentence: str) -> None:
     ],
 )
 def test_anything_but_a_quote_is_left_to_the_judge(sentence: str, why: str) -> None:
-    assert not supports(sentence, [PASSAGE]), why
+    assert not quoted_in(sentence, [PASSAGE]), why
 
 
 def test_a_quote_keeps_the_marker_of_the_passage_it_quotes_and_no_other() -> None:
