@@ -90,13 +90,23 @@ def sampled_kb(kb: Path, per_kind: int | None, seed: int, into: Path) -> Path:
     return out
 
 
+EVALS_WITH_WARNINGS = (
+    "import logging, sys\n"
+    "logging.basicConfig(level=logging.WARNING, format='%(levelname)s %(name)s: %(message)s')\n"
+    "from evals.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+"""`python -m evals` with the agent's warnings on stderr (a model call that failed or timed out,
+a judgement that could not be read), which the table counts; evals alone logs errors only."""
+
+
 def run_eval(
-    kb: Path, env: dict[str, str], offline: bool, limits: list[str], report: Path | None = None
+    kb: Path, env: dict[str, str], offline: bool, limits: list[str], report_dir: Path | None = None
 ) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "evals", "--kb-dir", str(kb), "--systems", "full_graph",
-           "--json", "--no-plots", "--concurrency", "1"]
-    if report is not None:  # the per-question rows, to read what each answer was
-        cmd += ["--report", str(report)]
+    cmd = [sys.executable, "-c", EVALS_WITH_WARNINGS, "--kb-dir", str(kb), "--systems",
+           "full_graph", "--json", "--no-plots", "--concurrency", "1"]
+    if report_dir is not None:  # the per-question rows, to read what each answer was
+        cmd += ["--report", str(report_dir)]
     if offline:
         cmd.append("--offline")
     else:
@@ -107,6 +117,12 @@ def run_eval(
         raise SystemExit(f"evals failed on {kb.name}:\n{done.stderr[-3000:]}")
     report: dict[str, Any] = json.loads(done.stdout)
     report["wall_seconds"] = time.perf_counter() - started
+    failed = [line for line in done.stderr.splitlines() if "model call failed" in line]
+    report["model_failed"] = len(failed)
+    report["model_timeouts"] = sum("Timeout" in line for line in failed)
+    report["unreadable"] = sum("could not be read" in line for line in done.stderr.splitlines())
+    if report_dir is not None:
+        (report_dir / "eval.log").write_text(done.stderr)
     return report
 
 
@@ -136,6 +152,9 @@ def row(kb: str, mode: str, report: dict[str, Any], server_out: str | None) -> d
         "calls_max": max((k.get("llm_calls_max") or 0 for k in by_kind.values()), default=0),
         "seconds_per_question": report["meta"].get("run_seconds", report["wall_seconds"]) / n
         if n else None,
+        "model_failed": report.get("model_failed"),
+        "model_timeouts": report.get("model_timeouts"),
+        "unreadable": report.get("unreadable"),
         "http_500": None if server_out is None else len(LOCAL.http_500s(server_out)),
         "max_generated": max(generated, default=0) if server_out is not None else None,
         "completions": len(generated) if server_out is not None else None,
@@ -149,7 +168,8 @@ def _pct(x: float | None) -> str:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = ("kb", "mode", "ans n", "correct", "abst.", "wrong", "near-miss abst.",
-            "off-topic abst.", "calls/q", "max", "s/q", "HTTP 500", "max tokens out")
+            "off-topic abst.", "calls/q", "max", "s/q", "calls failed (timed out)",
+            "unreadable", "HTTP 500", "max tokens out")
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for r in rows:
@@ -157,6 +177,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             r["kb"], r["mode"], str(r["answerable"]), _pct(r["correct"]), _pct(r["abstained"]),
             _pct(r["wrong"]), _pct(r["near_miss_abstained"]), _pct(r["off_topic_abstained"]),
             f"{r['calls_mean']:.2f}", str(r["calls_max"]), f"{r['seconds_per_question']:.1f}",
+            f"{r['model_failed']} ({r['model_timeouts']})", str(r["unreadable"]),
             "-" if r["http_500"] is None else str(r["http_500"]),
             "-" if r.get("max_generated") is None else str(r["max_generated"]),
         ]))
