@@ -170,6 +170,23 @@ async def test_invalid_tool_arguments_are_retried_once_then_given_up(fault: str)
     assert usage["llm_calls"] == 2 and len(double.requests) == 2
 
 
+async def test_a_server_that_ignores_the_named_tool_is_asked_in_words_next() -> None:
+    """llama-server replaces a named tool_choice with "auto"; the small model then writes a call
+    of the dialog's search tool as text. Asked the same way again it wrote the same text (the
+    bench's replies, issue 27), so the second request asks in words, and later questions on this
+    endpoint start there."""
+    double = ModelDouble()
+    double.configure(structured="other_call")
+    model = chat_model(double)
+    result, usage = await judge(model)
+    assert result.parsed is not None and result.parsed.level == "HIGH"
+    assert result.tried == ["function_calling:invalid", "json_text:parsed"]
+    assert [r["kind"] for r in double.requests] == ["tools", "text"]
+    assert start_method(model) == "json_text"
+    again, usage = await judge(model)
+    assert again.tried == ["json_text:parsed"] and usage["llm_calls"] == 1
+
+
 async def test_prose_twice_gives_up_after_two_calls() -> None:
     double = ModelDouble()
     double.configure(structured="prose")
@@ -227,12 +244,16 @@ GOOD = {"level": "MEDIUM", "reason": "close", "can_answer": True}
                           '"reason": "close", "can_answer": true}}'),
         AIMessage(content='{"ConfidenceJudgement": {"level": "Medium", "reason": "close", '
                           '"can_answer": true}}'),
+        AIMessage(content='{"name": "knowledge_base", "arguments": {"query": "pro plan"}}\n'
+                          '{"name": "confidenceJudgement", "arguments": {"level": "MEDIUM", '
+                          '"reason": "close", "can_answer": true}}'),
         AIMessage(content="", tool_calls=[{"name": "ConfidenceJudgement", "args": GOOD, "id": "c"}]),
         AIMessage(content="", invalid_tool_calls=[{
             "name": "ConfidenceJudgement", "id": "c", "error": "bad json", "type": "invalid_tool_call",
             "args": 'Arguments: {"level": "MEDIUM", "reason": "close", "can_answer": true}'}]),
     ],
-    ids=["bare", "fenced", "prose_around", "wrapped_call", "keyed", "tool_call", "invalid_call"],
+    ids=["bare", "fenced", "prose_around", "wrapped_call", "keyed", "after_another_call_other_case",
+         "tool_call", "invalid_call"],
 )
 def test_reader_finds_the_judgement_wherever_it_is(message: AIMessage) -> None:
     reading = read_structured(message, ConfidenceJudgement)
