@@ -165,6 +165,9 @@ def _json_objects(text: str) -> list[Any]:
     return found
 
 
+_SCHEMA_KEYS = frozenset({"properties", "description", "title", "type", "required"})
+
+
 def _same_name(written: Any, name: str) -> bool:
     """A name as a model wrote it: small models change its case or separators
     ("confidenceJudgement", "confidence_judgement")."""
@@ -185,6 +188,9 @@ def _unwrap(obj: Any, name: str) -> Any:
         (key, inner), = obj.items()
         if _same_name(key, name) and isinstance(inner, dict):
             return inner
+    if isinstance(obj.get("properties"), dict) and set(obj) <= _SCHEMA_KEYS:
+        # the values written in the shape of the JSON schema the instruction showed
+        return obj["properties"]
     for key in ("arguments", "parameters", "args"):
         inner = obj.get(key)
         named = obj.get("name")

@@ -247,13 +247,15 @@ GOOD = {"level": "MEDIUM", "reason": "close", "can_answer": True}
         AIMessage(content='{"name": "knowledge_base", "arguments": {"query": "pro plan"}}\n'
                           '{"name": "confidenceJudgement", "arguments": {"level": "MEDIUM", '
                           '"reason": "close", "can_answer": true}}'),
+        AIMessage(content='{"description": "The evidence states the answer.", "properties": '
+                          '{"level": "MEDIUM", "reason": "close", "can_answer": true}}'),
         AIMessage(content="", tool_calls=[{"name": "ConfidenceJudgement", "args": GOOD, "id": "c"}]),
         AIMessage(content="", invalid_tool_calls=[{
             "name": "ConfidenceJudgement", "id": "c", "error": "bad json", "type": "invalid_tool_call",
             "args": 'Arguments: {"level": "MEDIUM", "reason": "close", "can_answer": true}'}]),
     ],
     ids=["bare", "fenced", "prose_around", "wrapped_call", "keyed", "after_another_call_other_case",
-         "tool_call", "invalid_call"],
+         "in_the_schemas_shape", "tool_call", "invalid_call"],
 )
 def test_reader_finds_the_judgement_wherever_it_is(message: AIMessage) -> None:
     reading = read_structured(message, ConfidenceJudgement)
@@ -272,6 +274,9 @@ def test_reader_maps_enum_spellings() -> None:
         (AIMessage(content="The evidence looks fine to me."), False),
         (AIMessage(content='{"level": "SURE", "reason": "x", "can_answer": true}'), True),
         (AIMessage(content="", tool_calls=[{"name": "other_tool", "args": {"a": 1}, "id": "c"}]), True),
+        # the schema itself echoed back is no judgement
+        (AIMessage(content='{"type": "object", "properties": {"level": {"type": "string"}, '
+                           '"reason": {"type": "string"}, "can_answer": {"type": "boolean"}}}'), True),
     ],
 )
 def test_reader_tells_no_structure_from_an_invalid_one(message: AIMessage, structure: bool) -> None:
