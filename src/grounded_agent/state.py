@@ -82,6 +82,9 @@ class Draft(TypedDict, total=False):
     extract: str
     """The evidence quoted (extractive.extractive_draft), built once by score_confidence: the
     offline scorer, the judge's veto and the draft without a model all read this one."""
+    offline_answers: bool
+    """Set when the model judged the evidence: whether the offline verdict for the same evidence
+    answers. Where it does not, the extract does not stand in for an unusable model draft."""
 
 
 class InputState(TypedDict):

@@ -56,6 +56,11 @@ async def score_confidence(
         conf = local.verdict()
         return _done(state, conf, conf.reason, "local_scorer", draft)
     judged = await _ask_model(state, ctx, model, local)
+    if judged.how == "model":
+        # an extract shown in place of the model's draft is the offline answer: it needs the
+        # offline verdict, not the model's, or a small model's MEDIUM shows passages offline
+        # would not
+        draft["offline_answers"] = local.verdict().can_answer
     return {**_done(state, judged.confidence, judged.detail, judged.how, draft, judged.usage),
             **nonempty(warnings=judged.warnings)}
 
