@@ -943,8 +943,8 @@ def test_the_blocking_api_asks_the_model_again_and_again(graph: Any, double: Mod
 def test_the_blocking_api_reaches_the_model_from_several_threads(
     graph: Any, double: ModelDouble
 ) -> None:
-    """A web app or a worker pool calling ask() from its own threads: each thread runs its own
-    event loop, and the default model's connections belong to the loop that opened them."""
+    """A web app or a worker pool calling ask() from its own threads: every call runs on the one
+    process loop (blocking.py), where the default model's connections stay open."""
     from concurrent.futures import ThreadPoolExecutor
 
     from grounded_agent import ask as ask_blocking
