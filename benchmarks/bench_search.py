@@ -6,9 +6,9 @@ intent (search, ask, search-and-ask, next page) with scripted models.
 Part 1 ingests ../shared/eval/squad/kb_corpus.jsonl (1,204 documents) into a table of its own in
 the embedded store, with deterministic fake embeddings (the document search reads no
 embedding, so the model's 46 s of embedding would measure nothing), then times
-`KnowledgeStore.asearch_documents` end to end (bridge, SQL, snippets): text queries from the
-corpus's titles and words, every sort, pages 1 to 3, language and date filters. It is skipped with
-a message when the corpus is absent. Part 2 needs nothing but the package.
+`KnowledgeStore.asearch_documents` end to end (the process loop, SQL, snippets): text queries
+from the corpus's titles and words, every sort, pages 1 to 3, language and date filters. It is
+skipped with a message when the corpus is absent. Part 2 needs nothing but the package.
 """
 
 from __future__ import annotations

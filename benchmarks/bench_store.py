@@ -67,7 +67,7 @@ def ms(values: list[float]) -> str:
 
 
 async def db_search(store: KnowledgeStore, vector: list[float], k: int) -> list[Any]:
-    """The vector search alone (the SQL the store runs), on the store's loop."""
+    """The vector search alone (the SQL the store runs), on the process loop."""
 
     async def run() -> list[Any]:
         vs = await store._aensure_schema()

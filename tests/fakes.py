@@ -54,12 +54,13 @@ def tool_call(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMes
     )
 
 
-def judgement(level: str, can_answer: bool, reason: str = "scripted") -> AIMessage:
-    return tool_call(
-        "ConfidenceJudgement",
-        {"level": level, "can_answer": can_answer, "reason": reason},
-        "call_judge",
-    )
+def judgement(
+    level: str, can_answer: bool, reason: str = "scripted", query: str | None = None
+) -> AIMessage:
+    args: dict[str, Any] = {"level": level, "can_answer": can_answer, "reason": reason}
+    if query is not None:
+        args["query"] = query
+    return tool_call("ConfidenceJudgement", args, "call_judge")
 
 
 def text(content: str) -> AIMessage:

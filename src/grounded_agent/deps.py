@@ -78,7 +78,7 @@ def default_chat_model(ctx: Context) -> BaseChatModel | None:
         max_retries=1,
         stream_usage=True,  # token counts (and the token budget) also when streaming
         # its own connections: langchain-openai's shared client belongs to the first event loop
-        # that used it, and a thread of its own runs another (blocking.py)
+        # that used it, and an async caller's loop is not the blocking API's (blocking.py)
         http_async_client=httpx.AsyncClient(timeout=_model_timeout(ctx)),
     )
 

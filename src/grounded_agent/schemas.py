@@ -274,6 +274,11 @@ class ConfidenceJudgement(BaseModel):
     )
     reason: str = Field(description="One sentence naming what in the evidence decides the level.")
     can_answer: bool = Field(description="True only if the evidence alone answers the question.")
+    query: str | None = Field(
+        default=None,
+        description="LOW only: one search query for a second search, simpler and broader than "
+        "the question; null for any other level.",
+    )
 
 
 class SupportJudgement(BaseModel):

@@ -112,6 +112,9 @@ class Turn(TypedDict, total=False):
     evidence: list[Finding]
     grounding: Grounding
     draft: Draft | None
+    rewrite: str | None
+    """The second search's query the model's LOW confidence judgement proposed (reformulate_query
+    takes it instead of asking the model again); None otherwise."""
 
 
 def merge_turn(left: Turn | None, right: Mapping[str, Any] | None) -> Turn:

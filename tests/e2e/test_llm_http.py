@@ -883,6 +883,34 @@ async def test_langgraph_dev_streams_model_tokens_from_the_server(
     assert final.get("status") == "answered" and final.get("citations")
 
 
+async def test_langgraph_dev_shows_every_model_call_as_its_own_node(
+    dev_server: str, double: ModelDouble, judged: str
+) -> None:
+    """What Studio shows for a question that takes every model-calling step: the confidence
+    judgement, the draft and the support judgement each in a node of its own, in order, and each
+    node's update counts the calls it made (every model call belongs to exactly one node)."""
+    from langgraph_sdk import get_client
+
+    double.configure(style="paraphrase")  # a sentence that is no longer a quote is judged
+    nodes: list[str] = []
+    calls: dict[str, int] = {}
+    async for part in get_client(url=dev_server).runs.stream(
+        None, "agent", input={"question": judged}, stream_mode="updates"
+    ):
+        if part.event == "updates" and isinstance(part.data, dict):
+            for node, update in part.data.items():
+                nodes.append(node)
+                spent = int(((update or {}).get("usage") or {}).get("llm_calls") or 0)
+                if spent:
+                    calls[node] = calls.get(node, 0) + spent
+    assert nodes == [
+        "prepare_question", "route_request", "call_tools", "check_grounding", "score_confidence",
+        "draft_answer", "check_citations", "answer",
+    ]
+    assert double.steps() == ["score_confidence", "answer", "check_support"]
+    assert calls == {"score_confidence": 1, "draft_answer": 1, "check_citations": 1}
+
+
 async def test_langgraph_dev_with_a_failing_model_answers_from_the_knowledge_base(
     dev_server: str, double: ModelDouble
 ) -> None:
@@ -943,8 +971,8 @@ def test_the_blocking_api_asks_the_model_again_and_again(graph: Any, double: Mod
 def test_the_blocking_api_reaches_the_model_from_several_threads(
     graph: Any, double: ModelDouble
 ) -> None:
-    """A web app or a worker pool calling ask() from its own threads: each thread runs its own
-    event loop, and the default model's connections belong to the loop that opened them."""
+    """A web app or a worker pool calling ask() from its own threads: every call runs on the one
+    process loop (blocking.py), where the default model's connections stay open."""
     from concurrent.futures import ThreadPoolExecutor
 
     from grounded_agent import ask as ask_blocking

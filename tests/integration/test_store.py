@@ -118,7 +118,7 @@ async def test_a_locked_table_times_out(fake_store: KnowledgeStore, tmp_path: Pa
         table_name=fake_store.table_name,
     )
     await fast.aensure_schema()
-    hold = threading.Event()  # set and read across the test's loop and the store's loop
+    hold = threading.Event()  # set and read across the test's loop and the process loop
     release = threading.Event()
 
     async def lock_table() -> None:
@@ -128,7 +128,7 @@ async def test_a_locked_table_times_out(fake_store: KnowledgeStore, tmp_path: Pa
                 text(f'LOCK TABLE "{fake_store.table_name}" IN ACCESS EXCLUSIVE MODE')
             )
             hold.set()
-            while not release.is_set():  # noqa: ASYNC110 - the lock lives on the store's loop
+            while not release.is_set():  # noqa: ASYNC110 - the lock lives on the process loop
                 await asyncio.sleep(0.05)
 
     locker = asyncio.ensure_future(fake_store._call(lock_table(), "lock", None))

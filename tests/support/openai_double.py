@@ -869,6 +869,11 @@ class ModelDouble:
         else:
             level, can_answer, reason = b.confidence, b.can_answer, "passage 1 states the answer"
         judgement: dict[str, Any] = {"level": level, "reason": reason, "can_answer": can_answer}
+        if b.mode == "oracle" and level == "LOW":
+            # the oracle proposes the second search with its LOW verdict, as the schema asks (the
+            # words it would give the rewrite step); the scripted modes leave `query` out, so
+            # the rewrite call stays covered
+            judgement["query"] = key_words(question)
         if "score_confidence" in b.invalid_tool_args:
             judgement = {"level": "CERTAIN", "can_answer": "perhaps"}
         text = json.dumps(judgement)

@@ -142,6 +142,47 @@ async def test_low_then_reformulate_then_found() -> None:
     assert [t.node for t in result.trail].count("reformulate_query") == 1
 
 
+async def test_a_low_judgement_proposes_the_rewrite_in_the_same_call() -> None:
+    """The LOW verdict carries the second search's query: no rewrite call, one call fewer."""
+    weak = finding(source_id="faq", text="Pro tier customers can change their plan every month.",
+                   score=0.6)
+    kb = ScriptedSource("knowledge_base", [
+        found("knowledge_base", weak),
+        found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9)),
+    ])
+    model = ScriptedChatModel(responses=[
+        judgement("LOW", False, query="Pro plan price"),
+        text("The Pro plan costs 49 EUR per user per month [1]."),
+    ])
+    one_source = Context(sources=["knowledge_base"])  # the tool is chosen without a model
+    result = await aask(
+        "What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb),
+        context=one_source,
+    )
+    assert kb.queries == ["What is the fee for the Pro tier?", "Pro plan price"]
+    assert result.status == "answered" and result.attempts == 2
+    assert model.calls == 2 and result.usage.llm_calls == 2
+    rewrite = next(t for t in result.trail if t.node == "reformulate_query")
+    assert "proposed by the confidence judgement" in rewrite.detail
+
+
+async def test_a_proposed_rewrite_that_repeats_a_search_asks_the_model_for_another() -> None:
+    weak = found("knowledge_base", finding(
+        source_id="faq", text="Pro tier customers can change their plan every month.", score=0.6))
+    kb = ScriptedSource("knowledge_base", [weak, weak])
+    question = "What is the fee for the Pro tier?"
+    model = ScriptedChatModel(responses=[
+        judgement("LOW", False, query=question.upper()),  # the search already run
+        text("Pro plan price"),
+        judgement("LOW", False, query="anything"),
+    ])
+    result = await aask(question, graph=graph(model, knowledge_base=kb),
+                        context=Context(sources=["knowledge_base"]))
+    assert kb.queries == [question, "Pro plan price"]
+    assert result.status == "not_found" and result.attempts == 2  # the cap holds
+    assert model.calls == 3
+
+
 async def test_low_twice_ends_not_found_after_two_attempts_never_three() -> None:
     weak = found(
         "knowledge_base",

@@ -1,4 +1,8 @@
-"""Reformulate: one simpler, broader rewrite of the original question for the second attempt."""
+"""Reformulate: one simpler, broader rewrite of the original question for the second attempt.
+
+With a model, the confidence judgement that called the evidence LOW proposes the rewrite in the
+same call (`turn.rewrite`): it is taken as is, and the model is asked here only when there is
+none, or when it repeats a query already searched."""
 
 from __future__ import annotations
 
@@ -45,7 +49,10 @@ async def reformulate_query(
     model = deps.model(ctx)
     rewrite, how = "", "local"
     update: dict[str, Any] = {}  # usage and warnings of the model call
-    if model is not None:
+    proposed = str(turn_of(state).get("rewrite") or "")[:300]
+    if proposed and not is_repeat(proposed, tried):
+        rewrite, how = proposed, "proposed by the confidence judgement"
+    elif model is not None:
         messages = [
             SystemMessage(ctx.reformulate_query_system_prompt),
             HumanMessage(REFORMULATE_QUERY_USER.format(question=question, queries="\n".join(tried))),
@@ -62,7 +69,7 @@ async def reformulate_query(
         update = nonempty(usage=reply.usage, warnings=reply.warnings)
     if not rewrite:
         rewrite = local_rewrite(question, tried)
-    changed: dict[str, Any] = {"query": rewrite}
+    changed: dict[str, Any] = {"query": rewrite, "rewrite": None}
     if is_repeat(rewrite, tried):
         # the same search again cannot find anything new: no second attempt is spent on it
         decision, detail = "rewrite_repeats_query", f"{how}: {rewrite!r} was already searched"

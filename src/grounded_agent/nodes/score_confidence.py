@@ -56,8 +56,9 @@ async def score_confidence(
         conf = local.verdict()
         return _done(state, conf, conf.reason, "local_scorer", draft)
     judged = await _ask_model(state, ctx, model, local)
-    return {**_done(state, judged.confidence, judged.detail, judged.how, draft, judged.usage),
-            **nonempty(warnings=judged.warnings)}
+    update = _done(state, judged.confidence, judged.detail, judged.how, draft, judged.usage)
+    update["turn"]["rewrite"] = judged.rewrite
+    return {**update, **nonempty(warnings=judged.warnings)}
 
 
 @dataclass
@@ -99,6 +100,8 @@ class Judged:
     how: str
     usage: dict[str, int]
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    rewrite: str | None = None
+    """LOW: the query the model proposes for the second search (one call, not two)."""
 
 
 async def _ask_model(
@@ -125,7 +128,9 @@ async def _ask_model(
     if parsed is not None:
         can_answer = parsed.can_answer and parsed.level in ("HIGH", "MEDIUM")
         conf = Confidence(level=parsed.level, reason=parsed.reason, can_answer=can_answer)
-        return Judged(conf, parsed.reason, "model", usage)
+        rewrite = " ".join((parsed.query or "").split()).strip('"') or None
+        return Judged(conf, parsed.reason, "model", usage,
+                      rewrite=rewrite if parsed.level == "LOW" else None)
     log.warning("confidence output could not be read (%s)", ", ".join(outcome.tried))
     conf = local.verdict()
     detail = f"the confidence judgement could not be read; offline verdict: {conf.reason}"
@@ -161,4 +166,5 @@ def _done(
 ) -> dict[str, Any]:
     entry = step(state, "score_confidence", f"{conf.level} ({how})", detail, level=conf.level,
                  how=how)
-    return {"confidence": conf, "turn": {"draft": draft}, "trail": [entry], **nonempty(usage=usage)}
+    return {"confidence": conf, "turn": {"draft": draft, "rewrite": None}, "trail": [entry],
+            **nonempty(usage=usage)}

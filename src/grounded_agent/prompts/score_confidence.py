@@ -13,6 +13,10 @@ Levels:
 
 A passage about a similar but different entity (another customer, plan, person, version) is
 NOT_RELEVANT for that entity. Set can_answer true only if the evidence alone answers the question.
+
+When the level is LOW, also write `query`: one search query for a second search, simpler and
+broader than the question (plain words instead of jargon, the key entities and terms kept, no
+dates or qualifiers that are not essential). For any other level leave `query` null.
 """
 
 SCORE_CONFIDENCE_USER = """\

@@ -208,7 +208,7 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
     async def _database_failed(self, graph: Graph, exc: BaseException) -> BaseException:
         """A database failure of a run as StoreUnavailable (a 503, never a 500); a threaded
         run's saver is dropped so the next request reconnects. Anything else is returned as is."""
-        from grounded_agent.store.bridge import map_error
+        from grounded_agent.store.errors import map_error
 
         mapped = map_error(exc, "thread storage")
         if mapped is None:

@@ -1,11 +1,11 @@
 """The knowledge store: chunks with citation metadata in PostgreSQL/pgvector, searched by meaning.
 
-A thin facade over one module per concern: `bridge` (the background event loop, timeouts and
-database errors), `schema` (tables and upgrades), `writes` (document versions, term statistics)
+A thin facade over one module per concern: `errors` (timeouts and database errors, on the
+process loop of `grounded_agent.blocking`), `schema` (tables and upgrades), `writes` (document versions, term statistics)
 and `search` (the hybrid read path). Reads go through langchain-postgres (`PGEngine`,
 `PGVectorStore`); writes use plain SQL on the same engine.
 
-Every operation has one async form; the blocking forms are generated from it (`bridge.blocking`).
+Every operation has one async form; the blocking forms are generated from it (`blocking.blocking`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from langchain_core.embeddings import Embeddings
 from sqlalchemy import text
 
+from grounded_agent.blocking import blocking, process_loop, run_blocking
 from grounded_agent.documents import DocumentList, DocumentQuery
 from grounded_agent.schemas import Finding
-from grounded_agent.store import bridge, catalog, documents, schema, search, writes
+from grounded_agent.store import catalog, documents, schema, search, writes
 from grounded_agent.store.catalog import DocumentDetail, DocumentVersion, KnownVersion, Removal
 from grounded_agent.store.embeddings import make_embeddings, model_id_of, table_name_for
-from grounded_agent.store.errors import StoreError
+from grounded_agent.store.errors import StoreError, guarded
 from grounded_agent.store.records import (
     METADATA_COLUMN_NAMES,
     METADATA_COLUMNS,
@@ -129,8 +130,8 @@ class KnowledgeStore:
         return self._engine
 
     async def _call(self, coro: Coroutine[Any, Any, T], what: str, limit: float | None) -> T:
-        """Runs `coro` on the store's loop with a timeout, mapping database failures."""
-        return await bridge.call(coro, what, limit)
+        """Runs `coro` on the process loop with a timeout, mapping database failures."""
+        return await guarded(coro, what, limit)
 
     async def _aensure_schema(self) -> PGVectorStore:
         """The tables (created or upgraded once per store) and the vector store reading them."""
@@ -144,7 +145,7 @@ class KnowledgeStore:
             from langchain_postgres import PGEngine, PGVectorStore
 
             engine = await self._aengine()
-            self._pg_engine = PGEngine.from_engine(engine, loop=bridge.store_loop())
+            self._pg_engine = PGEngine.from_engine(engine, loop=process_loop())
             await schema.prepare_tables(
                 engine, self._pg_engine, self.table_name, self.terms_table, self._embeddings
             )
@@ -387,22 +388,22 @@ class KnowledgeStore:
 
         await self._call(close(), "close", None)
 
-    # --- the blocking API: the async one, run on the store's loop -----------------------------
+    # --- the blocking API: the async one, run on the process loop -----------------------------
 
-    ensure_schema = bridge.blocking(aensure_schema)
-    search = bridge.blocking(asearch)
-    search_documents = bridge.blocking(asearch_documents)
-    document_frequencies = bridge.blocking(adocument_frequencies)
-    counts = bridge.blocking(acounts)
-    list_documents = bridge.blocking(alist_documents)
-    get_document = bridge.blocking(aget_document)
-    remove_document = bridge.blocking(aremove_document)
-    healthcheck = bridge.blocking(ahealthcheck)
-    close = bridge.blocking(aclose)
+    ensure_schema = blocking(aensure_schema)
+    search = blocking(asearch)
+    search_documents = blocking(asearch_documents)
+    document_frequencies = blocking(adocument_frequencies)
+    counts = blocking(acounts)
+    list_documents = blocking(alist_documents)
+    get_document = blocking(aget_document)
+    remove_document = blocking(aremove_document)
+    healthcheck = blocking(ahealthcheck)
+    close = blocking(aclose)
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """Runs a coroutine that uses this store to completion from blocking code."""
-        return bridge.run_sync(coro)
+        return run_blocking(coro, refuse_in_running_loop=False)
 
 
 def open_store(
