@@ -24,7 +24,7 @@ from pydantic import Field
 
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.nodes.reformulate_query import local_rewrite
-from grounded_agent.prompts.answer import ANSWER_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
@@ -50,6 +50,7 @@ _STEPS = {
     _head(SCORE_CONFIDENCE_SYSTEM): "score_confidence",
     _head(REFORMULATE_QUERY_SYSTEM): "reformulate_query",
     _head(ANSWER_SYSTEM): "answer",
+    _head(JUDGED_ANSWER_SYSTEM): "answer",  # the answer step that also judges the confidence
 }
 
 
@@ -112,7 +113,15 @@ class DecisionFollowingModel(BaseChatModel):
                         text=html.unescape(body), score=1.0)
                 for n, title, body in _SOURCE.findall(text)
             ]
-            return AIMessage(content=extractive_draft(question, sources), usage_metadata=usage)
+            draft = extractive_draft(question, sources)
+            if not text.startswith(JUDGED_ANSWER_SYSTEM[:60]):
+                return AIMessage(content=draft, usage_metadata=usage)
+            # the sources block carries no relevance: a quotable sentence is an answer, else LOW
+            level = "HIGH" if draft else "LOW"
+            return AIMessage(content="", usage_metadata=usage, tool_calls=[{
+                "id": f"call_{uuid.uuid4().hex[:8]}", "name": "JudgedDraft",
+                "args": {"level": level, "reason": "scripted", "can_answer": bool(draft),
+                         "answer": draft}}])
         return AIMessage(content="", usage_metadata=usage)
 
     def _generate(

@@ -281,6 +281,28 @@ class ConfidenceJudgement(BaseModel):
     )
 
 
+class JudgedDraft(BaseModel):
+    """Structured output of the draft call when the local signals left the confidence open: the
+    judgement and, for HIGH or MEDIUM, the answer (one call instead of a judgement, then a draft)."""
+
+    level: ConfidenceLevel = Field(
+        description="HIGH: the sources state the answer. MEDIUM: they support an answer with gaps. "
+        "LOW: related but do not answer. NOT_RELEVANT: about something else."
+    )
+    reason: str = Field(description="One sentence naming what in the sources decides the level.")
+    can_answer: bool = Field(description="True only if the sources alone answer the question.")
+    answer: str = Field(
+        default="",
+        description="HIGH or MEDIUM only: the answer, every sentence ending with the marker of "
+        "its source, like [1]; empty for any other level.",
+    )
+    query: str | None = Field(
+        default=None,
+        description="LOW only: one search query for a second search, simpler and broader than "
+        "the question; null for any other level.",
+    )
+
+
 class SupportJudgement(BaseModel):
     """Structured output of the support check: the claims their cited sources state."""
 
