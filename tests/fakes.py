@@ -63,6 +63,18 @@ def judgement(
     return tool_call("ConfidenceJudgement", args, "call_judge")
 
 
+def judged(
+    level: str, can_answer: bool, answer: str = "", reason: str = "scripted",
+    query: str | None = None,
+) -> AIMessage:
+    """The draft call's reply when it also judges the confidence (schemas.JudgedDraft)."""
+    args: dict[str, Any] = {"level": level, "can_answer": can_answer, "reason": reason,
+                            "answer": answer}
+    if query is not None:
+        args["query"] = query
+    return tool_call("JudgedDraft", args, "call_judge")
+
+
 def text(content: str) -> AIMessage:
     return AIMessage(
         content=content,

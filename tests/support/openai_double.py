@@ -57,7 +57,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from grounded_agent.prompts.answer import ANSWER_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM
@@ -89,6 +89,8 @@ FEATURES = ("tools", "json_schema", "json_object")
 STEPS = ("call_tools", "score_confidence", "reformulate_query", "answer", "check_support",
          "condense", "unknown")
 SCHEMA_NAME = "ConfidenceJudgement"
+JUDGED_SCHEMA = "JudgedDraft"
+"""The answer step's structured reply when it also judges the confidence: level and answer."""
 SUPPORT_SCHEMA = "SupportJudgement"
 SUPPORT_JUDGES = ("quotes", "all", "none")
 """What the double's support judgement confirms of the sentences sent to it: those whose words
@@ -105,6 +107,7 @@ _HEADS = {
     _head(SCORE_CONFIDENCE_SYSTEM): "score_confidence",
     _head(REFORMULATE_QUERY_SYSTEM): "reformulate_query",
     _head(ANSWER_SYSTEM): "answer",
+    _head(JUDGED_ANSWER_SYSTEM): "answer",  # the answer step that also judges (JudgedDraft)
     _head(CHECK_SUPPORT_SYSTEM): "check_support",
     _head(CONDENSE_QUESTION_SYSTEM): "condense",
 }
@@ -250,6 +253,8 @@ def detect_step(body: Mapping[str, Any]) -> str:
         return "score_confidence"
     if SUPPORT_SCHEMA in _tool_names(body) or schema_name == SUPPORT_SCHEMA:
         return "check_support"
+    if JUDGED_SCHEMA in _tool_names(body) or schema_name == JUDGED_SCHEMA:
+        return "answer"
     user = _user_text(body)
     if "<sources>" in user:
         return "answer"
@@ -842,6 +847,8 @@ class ModelDouble:
         if step == "condense":
             found = _LATEST.findall(_user_text(body))
             return Reply(content=html.unescape(found[-1]).strip() if found else question)
+        if step == "answer" and _head(_system(body)) == _head(JUDGED_ANSWER_SYSTEM):
+            return self._judged(body, question, b)
         if step == "answer":
             return Reply(content=self._answer(body, question, b))
         if step == "check_support":
@@ -881,6 +888,27 @@ class ModelDouble:
             text = text[: len(text) // 2]
         prose = "The passages state the answer directly, so I am confident."
         return _structured(body, b, SCHEMA_NAME, text, prose)
+
+    def _judged(self, body: dict[str, Any], question: str, b: Behaviour) -> Reply:
+        """The answer step that also judges: the confidence as `_confidence` gives it over the
+        numbered sources, and for HIGH or MEDIUM the answer `_answer` writes, in one reply."""
+        if b.mode == "oracle" and self.oracle is not None:
+            shown = [Passage("", s.title, s.text) for s in sources_of(body)]
+            level, can_answer, reason = self.oracle.judge(question, shown)
+        else:
+            level, can_answer, reason = b.confidence, b.can_answer, "source 1 states the answer"
+        judgement: dict[str, Any] = {"level": level, "reason": reason, "can_answer": can_answer}
+        if level in ("HIGH", "MEDIUM") and can_answer:
+            judgement["answer"] = self._answer(body, question, b)
+        if b.mode == "oracle" and level == "LOW":
+            judgement["query"] = key_words(question)  # the words it would give the rewrite step
+        if "score_confidence" in b.invalid_tool_args:
+            judgement = {"level": "CERTAIN", "can_answer": "perhaps"}
+        text = json.dumps(judgement)
+        if "score_confidence" in b.broken_tool_json:
+            text = text[: len(text) // 2]
+        prose = "The passages state the answer directly, so I am confident."
+        return _structured(body, b, JUDGED_SCHEMA, text, prose)
 
     def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:
         claims = claims_of(body)

@@ -285,17 +285,19 @@ async def test_the_confidence_step_succeeds_on_every_server_kind(
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
     result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert result.confidence.level == "HIGH"
-    assert any(t.node == "score_confidence" and "(model)" in t.decision for t in result.trail)
+    # the draft call judged the evidence the local signals left open, and wrote the answer
+    assert any(t.node == "draft_answer" and "(model)" in t.decision for t in result.trail)
     assert result.status in ("answered", "answered_with_caveat")
     assert result.citations and "49 EUR" in result.answer
     steps = double.steps()
-    assert steps.count("score_confidence") == confidence_calls
+    assert steps.count("answer") == confidence_calls and "score_confidence" not in steps
     assert result.usage.llm_calls == len(steps) <= MAX_MODEL_CALLS
 
 
 async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
-    """Prose to every judgement: 2 calls, then the offline verdict for the same evidence (too
-    weak here), so no rewrite and no second attempt: an unusable judgement buys no more calls."""
+    """Prose to every judged draft: 2 calls, then the offline verdict for the same evidence (too
+    weak here), so no rewrite and no second attempt: an unusable judgement buys no more calls,
+    and the prose is no answer."""
     double = ModelDouble()
     double.configure(structured="prose")
     kb = ScriptedSource(
@@ -304,8 +306,8 @@ async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
     result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert len(double.requests) == result.usage.llm_calls == 3 < MAX_MODEL_CALLS
-    assert double.steps() == ["call_tools", "score_confidence", "score_confidence"]
-    assert result.confidence.level == "NOT_RELEVANT"
+    assert double.steps() == ["call_tools", "answer", "answer"]
+    assert result.confidence.level == "NOT_RELEVANT" and not result.citations
     assert result.attempts == 1
     assert result.status != "unavailable"
 
