@@ -86,7 +86,8 @@ offered, JSON text otherwise, prose when nothing asks for JSON), bare JSON text,
 fence after a line of prose, a tool call whenever tools are offered, or prose without JSON."""
 
 FEATURES = ("tools", "json_schema", "json_object")
-STEPS = ("call_tools", "score_confidence", "reformulate_query", "answer", "check_support",
+STEPS = ("call_tools", "score_confidence", "reformulate_query", "answer", "judged_answer",
+         "check_support",
          "condense", "unknown")
 SCHEMA_NAME = "ConfidenceJudgement"
 JUDGED_SCHEMA = "JudgedDraft"
@@ -107,7 +108,7 @@ _HEADS = {
     _head(SCORE_CONFIDENCE_SYSTEM): "score_confidence",
     _head(REFORMULATE_QUERY_SYSTEM): "reformulate_query",
     _head(ANSWER_SYSTEM): "answer",
-    _head(JUDGED_ANSWER_SYSTEM): "answer",  # the answer step that also judges (JudgedDraft)
+    _head(JUDGED_ANSWER_SYSTEM): "judged_answer",  # the answer step that also judges
     _head(CHECK_SUPPORT_SYSTEM): "check_support",
     _head(CONDENSE_QUESTION_SYSTEM): "condense",
 }
@@ -254,7 +255,7 @@ def detect_step(body: Mapping[str, Any]) -> str:
     if SUPPORT_SCHEMA in _tool_names(body) or schema_name == SUPPORT_SCHEMA:
         return "check_support"
     if JUDGED_SCHEMA in _tool_names(body) or schema_name == JUDGED_SCHEMA:
-        return "answer"
+        return "judged_answer"
     user = _user_text(body)
     if "<sources>" in user:
         return "answer"
@@ -818,7 +819,7 @@ class ModelDouble:
             with self._lock:
                 return self._answered_from.get(block, "")
         question = question_of(body)
-        if step == "answer" and block:
+        if step in ("answer", "judged_answer") and block:
             with self._lock:
                 self._answered_from[block] = question
         return question
@@ -847,7 +848,7 @@ class ModelDouble:
         if step == "condense":
             found = _LATEST.findall(_user_text(body))
             return Reply(content=html.unescape(found[-1]).strip() if found else question)
-        if step == "answer" and _head(_system(body)) == _head(JUDGED_ANSWER_SYSTEM):
+        if step == "judged_answer":
             return self._judged(body, question, b)
         if step == "answer":
             return Reply(content=self._answer(body, question, b))
@@ -902,12 +903,12 @@ class ModelDouble:
             judgement["answer"] = self._answer(body, question, b)
         if b.mode == "oracle" and level == "LOW":
             judgement["query"] = key_words(question)  # the words it would give the rewrite step
-        if "score_confidence" in b.invalid_tool_args:
+        if "judged_answer" in b.invalid_tool_args:
             judgement = {"level": "CERTAIN", "can_answer": "perhaps"}
         text = json.dumps(judgement)
-        if "score_confidence" in b.broken_tool_json:
+        if "judged_answer" in b.broken_tool_json:
             text = text[: len(text) // 2]
-        prose = "The passages state the answer directly, so I am confident."
+        prose = "The sources state the answer directly, so I am confident."
         return _structured(body, b, JUDGED_SCHEMA, text, prose)
 
     def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:

@@ -290,7 +290,7 @@ async def test_the_confidence_step_succeeds_on_every_server_kind(
     assert result.status in ("answered", "answered_with_caveat")
     assert result.citations and "49 EUR" in result.answer
     steps = double.steps()
-    assert steps.count("answer") == confidence_calls and "score_confidence" not in steps
+    assert steps.count("judged_answer") == confidence_calls and "score_confidence" not in steps
     assert result.usage.llm_calls == len(steps) <= MAX_MODEL_CALLS
 
 
@@ -306,7 +306,7 @@ async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
     result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert len(double.requests) == result.usage.llm_calls == 3 < MAX_MODEL_CALLS
-    assert double.steps() == ["call_tools", "answer", "answer"]
+    assert double.steps() == ["call_tools", "judged_answer", "judged_answer"]
     assert result.confidence.level == "NOT_RELEVANT" and not result.citations
     assert result.attempts == 1
     assert result.status != "unavailable"
