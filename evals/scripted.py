@@ -1,9 +1,12 @@
 """A chat model for benchmarks that answers each agent step the way the agent's own logic would.
 
 It recognises the step by its system prompt: it calls the knowledge base with the question, judges
-confidence with the local scorer over the passages it was shown, rewrites with the local rewrite,
-and answers extractively from the numbered sources. So a run takes the path the agent's decisions
-give, and the number of model calls is what the graph spends on that path. `latency_s` adds a
+confidence with the local scorer over the passages it was shown (the standalone judgement, which
+the graph no longer sends), rewrites with the local rewrite, and answers extractively from the
+numbered sources. The answer step that also judges (the local signals left the level open) sees
+no relevance, only the numbered sources: it rates HIGH when a sentence can be quoted, LOW
+otherwise, and answers in the same reply. So a run takes the path the agent's decisions give,
+and the number of model calls is what the graph spends on that path. `latency_s` adds a
 non-blocking delay per call (an API round trip); zero measures orchestration alone.
 """
 
