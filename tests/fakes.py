@@ -54,15 +54,6 @@ def tool_call(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMes
     )
 
 
-def judgement(
-    level: str, can_answer: bool, reason: str = "scripted", query: str | None = None
-) -> AIMessage:
-    args: dict[str, Any] = {"level": level, "can_answer": can_answer, "reason": reason}
-    if query is not None:
-        args["query"] = query
-    return tool_call("ConfidenceJudgement", args, "call_judge")
-
-
 def judged(
     level: str, can_answer: bool, answer: str = "", reason: str = "scripted",
     query: str | None = None,
