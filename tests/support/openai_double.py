@@ -8,9 +8,9 @@ answers SQuAD-derived questions by quoting the sentence of the gold passage that
 answer, with the marker number that passage has in the sources block.
 
 Per test, the behaviour sets what the server supports (tools, json_schema, json_object; an
-unsupported feature gets a 400, or is silently ignored), how the judged draft (confidence and answer)
-comes back (as the request asks, bare JSON text, JSON in a code fence, a tool call, prose), tool
-calls with invalid or non-JSON arguments, latency, and faults (429 with Retry-After, 5xx,
+unsupported feature gets a 400, or is silently ignored), how the judged draft (confidence and
+answer) comes back (as the request asks, bare JSON text, JSON in a code fence, a tool call,
+prose), tool calls with invalid or non-JSON arguments, latency, and faults (429 with Retry-After, 5xx,
 malformed bodies), each limited to a step and a number of requests.
 
 In tests::
@@ -80,9 +80,10 @@ LEAD_INS = ("To sum up:",)
 any careful judge would (it adds no fact)."""
 
 STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose")
-"""How a structured reply (the judged draft, the support judgement) comes back: as the request asks (a tool call when tools are
-offered, JSON text otherwise, prose when nothing asks for JSON), bare JSON text, JSON in a code
-fence after a line of prose, a tool call whenever tools are offered, or prose without JSON."""
+"""How a structured reply (the judged draft, the support judgement) comes back: as the request
+asks (a tool call when tools are offered, JSON text otherwise, prose when nothing asks for JSON),
+bare JSON text, JSON in a code fence after a line of prose, a tool call whenever tools are
+offered, or prose without JSON."""
 
 FEATURES = ("tools", "json_schema", "json_object")
 STEPS = ("call_tools", "reformulate_query", "answer", "judged_answer", "check_support",
