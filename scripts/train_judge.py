@@ -101,8 +101,8 @@ def build_pairs(
     sentences: dict[str, list[str]],
     articles: set[str],
     rng: random.Random,
-    paragraph_negatives: int = 2,
-    unanswerable_negatives: int = 3,
+    paragraph_negatives: int = 1,
+    unanswerable_negatives: int = 2,
 ) -> list[Pair]:
     """Positives: the sentence holding the answer. Negatives, hardest first: the gold paragraph's
     best-overlapping other sentences, the best-overlapping sentence of another paragraph of the same
@@ -157,11 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--steps", type=int, default=2500)
-    parser.add_argument("--minutes", type=float, default=75.0, help="stop training after this long")
-    parser.add_argument("--paragraph-negatives", type=int, default=2,
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--minutes", type=float, default=60.0, help="stop training after this long")
+    parser.add_argument("--paragraph-negatives", type=int, default=1,
                         help="per answerable question: other sentences of its own paragraph")
-    parser.add_argument("--unanswerable-negatives", type=int, default=3,
+    parser.add_argument("--unanswerable-negatives", type=int, default=2,
                         help="per adversarial unanswerable question: its paragraph's closest sentences")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--max-len", type=int, default=64)
