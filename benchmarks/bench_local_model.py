@@ -2,7 +2,7 @@
 
     python benchmarks/bench_local_model.py [--engine llama-server|llama-cpp-python]
         [--base-url URL] [--kb-dir benchmarks/kbs/NAME ...] [--per-kind N] [--seed 0]
-        [--no-offline] [--json]
+        [--no-offline | --offline-only] [--reports DIR] [--server-log FILE] [--json]
 
 For each knowledge base, `python -m evals --kb-dir ... --systems full_graph --json` runs as a
 subprocess offline and then with OPENAI_BASE_URL pointing at the local model (started here with
@@ -13,13 +13,15 @@ two cores takes about 10-30 s a question.
 The table, per knowledge base and mode: answerable questions correct / abstained / wrong (wrong
 citation or answer, or answered where it should abstain), near-miss (unanswerable_in_kb_topic) and
 off-topic (out_of_kb) questions abstained, model calls per question (mean and worst), seconds per
-question (the run's wall clock over its questions), and the server's HTTP 500s during the run
-(llama-server's log, when this script started it).
+question (the run's wall clock over its questions), and, from the log of a server this script
+started, its HTTP 500s during the run and the most tokens one completion generated (the steps'
+limits are 256 for a judgement, 96 for a rewrite, 512 for an answer).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -34,6 +36,17 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("answerable", "unanswerable_in_kb_topic", "out_of_kb")
+
+
+def _local_model() -> Any:
+    spec = importlib.util.spec_from_file_location("local_model", ROOT / "scripts" / "local_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LOCAL = _local_model()
 
 
 @contextmanager
@@ -77,13 +90,23 @@ def sampled_kb(kb: Path, per_kind: int | None, seed: int, into: Path) -> Path:
     return out
 
 
+EVALS_WITH_WARNINGS = (
+    "import logging, sys\n"
+    "logging.basicConfig(level=logging.WARNING, format='%(levelname)s %(name)s: %(message)s')\n"
+    "from evals.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+"""`python -m evals` with the agent's warnings on stderr (a model call that failed or timed out,
+a judgement that could not be read), which the table counts; evals alone logs errors only."""
+
+
 def run_eval(
-    kb: Path, env: dict[str, str], offline: bool, limits: list[str], report: Path | None = None
+    kb: Path, env: dict[str, str], offline: bool, limits: list[str], report_dir: Path | None = None
 ) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "evals", "--kb-dir", str(kb), "--systems", "full_graph",
-           "--json", "--no-plots", "--concurrency", "1"]
-    if report is not None:  # the per-question rows, to read what each answer was
-        cmd += ["--report", str(report)]
+    cmd = [sys.executable, "-c", EVALS_WITH_WARNINGS, "--kb-dir", str(kb), "--systems",
+           "full_graph", "--json", "--no-plots", "--concurrency", "1"]
+    if report_dir is not None:  # the per-question rows, to read what each answer was
+        cmd += ["--report", str(report_dir)]
     if offline:
         cmd.append("--offline")
     else:
@@ -94,10 +117,18 @@ def run_eval(
         raise SystemExit(f"evals failed on {kb.name}:\n{done.stderr[-3000:]}")
     report: dict[str, Any] = json.loads(done.stdout)
     report["wall_seconds"] = time.perf_counter() - started
+    failed = [line for line in done.stderr.splitlines() if "model call failed" in line]
+    report["model_failed"] = len(failed)
+    report["model_timeouts"] = sum("Timeout" in line for line in failed)
+    report["unreadable"] = sum("could not be read" in line for line in done.stderr.splitlines())
+    if report_dir is not None:
+        (report_dir / "eval.log").write_text(done.stderr)
     return report
 
 
-def row(kb: str, mode: str, report: dict[str, Any], http_500: int | None) -> dict[str, Any]:
+def row(kb: str, mode: str, report: dict[str, Any], server_out: str | None) -> dict[str, Any]:
+    """One line of the table; `server_out` is what the server logged during the run (None: no
+    log read, so no 500s or token counts)."""
     by_kind = report["systems"]["full_graph"]["by_kind"]
     ans = by_kind.get("answerable", {})
     counts = ans.get("counts", {})
@@ -109,6 +140,7 @@ def row(kb: str, mode: str, report: dict[str, Any], http_500: int | None) -> dic
         return None if not k else k["counts"]["abstained"] / k["n"]
 
     calls = [k["llm_calls_mean"] * k["n"] for k in by_kind.values() if k.get("n")]
+    generated = LOCAL.generated_tokens(server_out or "")
     return {
         "kb": kb, "mode": mode, "answerable": n_ans,
         "correct": counts.get("correct", 0) / n_ans if n_ans else None,
@@ -120,7 +152,12 @@ def row(kb: str, mode: str, report: dict[str, Any], http_500: int | None) -> dic
         "calls_max": max((k.get("llm_calls_max") or 0 for k in by_kind.values()), default=0),
         "seconds_per_question": report["meta"].get("run_seconds", report["wall_seconds"]) / n
         if n else None,
-        "http_500": http_500,
+        "model_failed": report.get("model_failed"),
+        "model_timeouts": report.get("model_timeouts"),
+        "unreadable": report.get("unreadable"),
+        "http_500": None if server_out is None else len(LOCAL.http_500s(server_out)),
+        "max_generated": max(generated, default=0) if server_out is not None else None,
+        "completions": len(generated) if server_out is not None else None,
         "questions": n,
     }
 
@@ -131,7 +168,8 @@ def _pct(x: float | None) -> str:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = ("kb", "mode", "ans n", "correct", "abst.", "wrong", "near-miss abst.",
-            "off-topic abst.", "calls/q", "max", "s/q", "HTTP 500")
+            "off-topic abst.", "calls/q", "max", "s/q", "calls failed (timed out)",
+            "unreadable", "HTTP 500", "max tokens out")
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for r in rows:
@@ -139,7 +177,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             r["kb"], r["mode"], str(r["answerable"]), _pct(r["correct"]), _pct(r["abstained"]),
             _pct(r["wrong"]), _pct(r["near_miss_abstained"]), _pct(r["off_topic_abstained"]),
             f"{r['calls_mean']:.2f}", str(r["calls_max"]), f"{r['seconds_per_question']:.1f}",
+            f"{r['model_failed']} ({r['model_timeouts']})", str(r["unreadable"]),
             "-" if r["http_500"] is None else str(r["http_500"]),
+            "-" if r.get("max_generated") is None else str(r["max_generated"]),
         ]))
 
 
@@ -155,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="questions of each kind per knowledge base (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-offline", action="store_true", help="skip the offline runs")
+    parser.add_argument("--offline-only", action="store_true", help="only the offline runs")
+    parser.add_argument("--server-log", type=Path, default=None,
+                        help="keep the started server's own output here (its 500s and timings)")
     parser.add_argument("--json", action="store_true", help="rows as JSON lines on stdout")
     parser.add_argument("--reports", type=Path, default=None,
                         help="keep each run's eval report (per-question rows) in DIR/<kb>-<mode>")
@@ -179,24 +222,25 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row(kb.name, "offline", run_eval(
                     kb, base_env, True, [], _report(args.reports, kb.name, "offline")), None))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-        log = work / "server.log"
-        if args.base_url:
-            server: Any = _given(args.base_url, args.model_name or "local")
+        log = args.server_log.resolve() if args.server_log else work / "server.log"
+        if args.offline_only:
+            server: Any = None
+        elif args.base_url:
+            server = _given(args.base_url, args.model_name or "local")
         else:
             server = local_server(args.engine, log)
-        with server as (base_url, model_name):
+        with server or _given("", "") as (base_url, model_name):
             env = {**base_env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "local",
                    "GROUNDED_AGENT_MODEL": model_name}
             mode = args.engine if not args.base_url else "given server"
             if limits:
                 mode += " (" + " ".join(limits).replace("--", "") + ")"
-            for kb in sampled:
-                before = _count_500(log)
+            for kb in sampled if server is not None else []:
+                start = _log_size(log)
                 report = run_eval(kb, env, False, limits,
                                   _report(args.reports, kb.name, args.engine))
-                after = _count_500(log)
-                http_500 = None if before is None or after is None else after - before
-                rows.append(row(kb.name, mode, report, http_500))
+                server_out = _log_since(log, start)
+                rows.append(row(kb.name, mode, report, server_out))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     if args.json:
         for r in rows:
@@ -215,20 +259,17 @@ def _given(base_url: str, name: str) -> Iterator[tuple[str, str]]:
     yield base_url, name
 
 
-def _count_500(log: Path) -> int | None:
-    """HTTP 500 replies the server logged. llama-cpp-python (uvicorn) writes one access line per
-    request; llama-server logs no requests, only its errors: a handler's exception with the
-    reply's code ("got exception: {... "code":500 ...}") and a task's error ("send_error: task id
-    = N, error: ..."), counted here as 500s although some of the latter are 400s."""
+def _log_size(log: Path) -> int:
+    return log.stat().st_size if log.is_file() else 0
+
+
+def _log_since(log: Path, start: int) -> str | None:
+    """What the server wrote to its log from byte `start` on (None: no log, a given server)."""
     if not log.is_file():
         return None
-    count = 0
-    for line in log.read_text(errors="replace").splitlines():
-        access = "/v1/chat" in line and " 500" in line
-        handler = "got exception" in line and '"code":500' in line.replace(" ", "")
-        task = "send_error" in line and "error:" in line
-        count += access or handler or task
-    return count
+    with log.open("rb") as fh:
+        fh.seek(start)
+        return fh.read().decode(errors="replace")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -285,6 +286,34 @@ def serve(engine: str, port: int, log: Path | None) -> int:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def http_500s(log_text: str) -> list[str]:
+    """The lines of a server's output that record an HTTP 500 reply to a chat request.
+
+    llama-cpp-python (uvicorn) writes one access line per request ("POST /v1/chat/completions
+    HTTP/1.1" 500); llama-server logs no requests, only its errors: a handler's exception with the
+    reply's code ("got exception: {"error":{"code":500,...}}") and a task's error ("send_error:
+    task id = N, error: ..."), counted here as 500s although some of the latter are 400s.
+    """
+    lines = []
+    for line in log_text.splitlines():
+        access = "/v1/chat" in line and " 500" in line
+        handler = "got exception" in line and '"code":500' in line.replace(" ", "")
+        task = "send_error" in line and "error:" in line
+        if access or handler or task:
+            lines.append(line)
+    return lines
+
+
+_EVAL_TIME = re.compile(r"(?<!prompt )eval time\s*=\s*[\d.]+ ms\s*/\s*(\d+) (?:tokens|runs)")
+
+
+def generated_tokens(log_text: str) -> list[int]:
+    """Tokens generated per completion, in order, from the timings both engines print after each
+    one (llama-server: "eval time = ... ms / N tokens"; llama-cpp-python: "eval time = ... ms /
+    N runs"; the prompt's "prompt eval time" line is not counted)."""
+    return [int(m.group(1)) for m in _EVAL_TIME.finditer(log_text)]
 
 
 def status() -> int:

@@ -86,6 +86,9 @@ class Draft(TypedDict, total=False):
     """Set by score_confidence when the local signals left the confidence open and a model is
     there: the draft call returns the judgement with the answer (one call, not two), and the
     confidence held until then is the offline one, kept if the judgement fails."""
+    offline_answers: bool
+    """Set when the model judged the evidence: whether the offline verdict for the same evidence
+    answers. Where it does not, the extract does not stand in for an unusable model draft."""
 
 
 class InputState(TypedDict):

@@ -8,8 +8,11 @@ reply with text. So the method is chosen in code, per call:
    always sent, and what most servers with tools support;
 2. `response_format` json_schema, when the server refused the tool (a 400, 422 or 501, or
    another 4xx/5xx whose message names a part of the request; see `_refused`);
-3. plain text with a JSON instruction, when json_schema was refused too, or when a reply carried
-   no structure at all (the server ignored the tool or the format).
+3. plain text with a JSON instruction, when json_schema was refused too, when a reply carried
+   no structure at all (the server ignored the tool or the format), or when a reply to the tool
+   request carried no tool call: a server that ignores a named `tool_choice` (llama.cpp's) leaves
+   a small model writing text, often a call of the dialog's earlier tool, and the same request
+   again gets the same text back.
 
 Whatever comes back is read leniently: a tool call of the schema, a call whose arguments are not
 valid JSON, a JSON object in the content (bare, in a code fence, after prose, or wrapped as
@@ -162,19 +165,38 @@ def _json_objects(text: str) -> list[Any]:
     return found
 
 
+_SCHEMA_KEYS = frozenset({"properties", "description", "title", "type", "required"})
+
+
+def _same_name(written: Any, name: str) -> bool:
+    """A name as a model wrote it: small models change its case or separators
+    ("confidenceJudgement", "confidence_judgement")."""
+    return isinstance(written, str) and _name_key(written) == _name_key(name)
+
+
+def _name_key(name: str) -> str:
+    return re.sub(r"[\W_]+", "", name).lower()
+
+
 def _unwrap(obj: Any, name: str) -> Any:
     """{"name": X, "arguments": {...}} or {X: {...}} as written by models imitating a tool call."""
     if isinstance(obj, list) and len(obj) == 1:
         obj = obj[0]
     if not isinstance(obj, dict):
         return obj
-    if set(obj) == {name} and isinstance(obj[name], dict):
-        return obj[name]
+    if len(obj) == 1:
+        (key, inner), = obj.items()
+        if _same_name(key, name) and isinstance(inner, dict):
+            return inner
+    if isinstance(obj.get("properties"), dict) and set(obj) <= _SCHEMA_KEYS:
+        # the values written in the shape of the JSON schema the instruction showed
+        return obj["properties"]
     for key in ("arguments", "parameters", "args"):
         inner = obj.get(key)
-        if obj.get("name") in (name, None) and isinstance(inner, dict) and len(obj) <= 3:
+        named = obj.get("name")
+        if (named is None or _same_name(named, name)) and isinstance(inner, dict) and len(obj) <= 3:
             return inner
-        if isinstance(inner, str) and obj.get("name") == name:
+        if isinstance(inner, str) and _same_name(named, name):
             try:
                 return json.loads(inner)
             except ValueError:
@@ -224,7 +246,7 @@ def read_structured(message: BaseMessage, schema: type[M]) -> _Reading[M]:
     name = schema.__name__
     reading: _Reading[M] = _Reading()
     if isinstance(message, AIMessage):
-        calls = [tc for tc in message.tool_calls if tc.get("name") == name]
+        calls = [tc for tc in message.tool_calls if _same_name(tc.get("name"), name)]
         for tc in calls or message.tool_calls:
             reading = _validate(schema, tc.get("args") or {})
             if reading.parsed is not None:
@@ -251,6 +273,11 @@ def read_structured(message: BaseMessage, schema: type[M]) -> _Reading[M]:
 
 
 # --- the call -----------------------------------------------------------------------------------
+
+
+def _calls_a_tool(message: BaseMessage) -> bool:
+    """The reply is a tool call (valid or not), not text: the server took the tool."""
+    return isinstance(message, AIMessage) and bool(message.tool_calls or message.invalid_tool_calls)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -395,7 +422,9 @@ async def structured_call(
                     unreadable, parse_tries, reading.error or "no JSON and no tool call")
         if unreadable >= parse_tries:
             return result
-        if not reading.structure and method != "json_text":
+        ignored_tool = method == "function_calling" and not _calls_a_tool(reply.message)
+        if (ignored_tool or not reading.structure) and method != "json_text":
             # the server ignored the tool or the format: ask in words, the most portable way
+            # (the same request again would get the same text back)
             method = "json_text"
     return result

@@ -101,8 +101,10 @@ def env_for(home: Path, server: dict[str, Any]) -> dict[str, str]:
 
 
 def http_500s(server: dict[str, Any]) -> list[str]:
+    """The server's 500s as its own log records them (llama-server logs no access lines, so a
+    search for "POST ... 500" alone would find none there whatever happened)."""
     text = server["log"].read_text(errors="replace") if server["log"].is_file() else ""
-    return [line for line in text.splitlines() if " 500" in line and "chat/completions" in line]
+    return list(LOCAL.http_500s(text))
 
 
 def kinds(out: dict[str, Any]) -> list[str]:

@@ -79,11 +79,13 @@ LEAD_INS = ("To sum up:",)
 """What the paraphrase style puts before a quoted sentence; the double's judge reads past it, as
 any careful judge would (it adds no fact)."""
 
-STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose")
+STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose", "other_call")
 """How a structured reply (the judged draft, the support judgement) comes back: as the request
 asks (a tool call when tools are offered, JSON text otherwise, prose when nothing asks for JSON),
 bare JSON text, JSON in a code fence after a line of prose, a tool call whenever tools are
-offered, or prose without JSON."""
+offered, prose without JSON, or "other_call": a small model behind a server that ignores a named
+tool_choice writes a call of the dialog's search tool as text, unless asked for JSON in words (as
+Qwen2.5 0.5B through llama-server does)."""
 
 FEATURES = ("tools", "json_schema", "json_object")
 STEPS = ("call_tools", "reformulate_query", "answer", "judged_answer", "check_support",
@@ -942,7 +944,10 @@ def _structured(body: Mapping[str, Any], b: Behaviour, schema: str, text: str, p
     kind = request_kind(body)
     if b.structured == "prose":
         return Reply(content=prose)
-    if b.structured == "json":
+    if b.structured == "other_call" and not asked_for_json(body):
+        call = {"name": "knowledge_base", "arguments": {"query": "the question", "k": 3}}
+        return Reply(content=f"{json.dumps(call)}\n{json.dumps(call)}")
+    if b.structured in ("json", "other_call"):
         return Reply(content=text)
     if b.structured == "fenced":
         return Reply(content=f"Here is my judgement:\n```json\n{text}\n```")

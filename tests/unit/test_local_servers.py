@@ -173,3 +173,45 @@ async def test_each_step_asks_for_its_own_token_limit() -> None:
     result = await aask("What does the Pro plan cost?", graph=graph, context=ctx)
     assert result.status == "answered"
     assert seen == [111, 333]
+
+
+OWED = "If I'm on the low-income scheme, how long can I take to pay off what I already owe?"
+MOVING = ("The final bill is sent within 4 weeks of the moving-out date. If the account is in "
+          "credit, the credit is refunded within 14 days of the final bill.")
+
+
+def _judged_medium_then_unsupported(question_words: str) -> ScriptedChatModel:
+    """A small model's run: it calls MEDIUM and drafts, in the same reply, a sentence no judge
+    confirms."""
+    return ScriptedChatModel(responses=[
+        tool_call("knowledge_base", {"query": question_words}),
+        tool_call("JudgedDraft", {"level": "MEDIUM", "reason": "close", "can_answer": True,
+                                  "answer": "You can take up to 4 weeks to pay it off."}),
+        tool_call("SupportJudgement", {"supported": []}),
+    ])
+
+
+async def test_an_unusable_draft_is_not_replaced_by_an_extract_offline_would_not_show() -> None:
+    """The model's MEDIUM put an unrelated passage before the answer step; its draft kept no
+    sentence. The extract in its place would be the offline answer, and offline this evidence
+    answers nothing (clearwater, Qwen2.5 0.5B through llama-server: wrong answers offline
+    abstained on)."""
+    kb = ScriptedSource("knowledge_base",
+                        [found("knowledge_base", finding(text=MOVING, score=0.62))])
+    model = _judged_medium_then_unsupported("low-income scheme repayment")
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    result = await aask(OWED, graph=graph, context=CTX)
+    assert result.status == "not_found" and not result.citations, result.answer
+    assert any(t.decision == "model_draft_unusable" for t in result.trail)
+
+
+async def test_an_unusable_draft_still_gives_the_extract_where_offline_answers() -> None:
+    """Control: the same run on evidence the offline mode answers from shows its extract."""
+    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.8))])
+    model = _judged_medium_then_unsupported("Pro plan price")
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    result = await aask("What is the price of Pro for each person on the team?", graph=graph,
+                        context=CTX)
+    assert any(t.decision == "MEDIUM (model)" for t in result.trail)  # the model judged it
+    assert result.status in ("answered", "answered_with_caveat"), result.trail
+    assert "49 EUR" in result.answer

@@ -173,6 +173,23 @@ async def test_invalid_tool_arguments_are_retried_once_then_given_up(fault: str)
     assert usage["llm_calls"] == 2 and len(double.requests) == 2
 
 
+async def test_a_server_that_ignores_the_named_tool_is_asked_in_words_next() -> None:
+    """llama-server replaces a named tool_choice with "auto"; the small model then writes a call
+    of the dialog's search tool as text. Asked the same way again it wrote the same text (the
+    bench's replies, issue 27), so the second request asks in words, and later questions on this
+    endpoint start there."""
+    double = ModelDouble()
+    double.configure(structured="other_call")
+    model = chat_model(double)
+    result, usage = await judge(model)
+    assert result.parsed is not None and result.parsed.level == "HIGH"
+    assert result.tried == ["function_calling:invalid", "json_text:parsed"]
+    assert [r["kind"] for r in double.requests] == ["tools", "text"]
+    assert start_method(model) == "json_text"
+    again, usage = await judge(model)
+    assert again.tried == ["json_text:parsed"] and usage["llm_calls"] == 1
+
+
 async def test_prose_twice_gives_up_after_two_calls() -> None:
     double = ModelDouble()
     double.configure(structured="prose")
@@ -230,12 +247,18 @@ GOOD = {"level": "MEDIUM", "reason": "close", "can_answer": True}
                           '"reason": "close", "can_answer": true}}'),
         AIMessage(content='{"JudgedDraft": {"level": "Medium", "reason": "close", '
                           '"can_answer": true}}'),
+        AIMessage(content='{"name": "knowledge_base", "arguments": {"query": "pro plan"}}\n'
+                          '{"name": "judgedDraft", "arguments": {"level": "MEDIUM", '
+                          '"reason": "close", "can_answer": true}}'),
+        AIMessage(content='{"description": "The evidence states the answer.", "properties": '
+                          '{"level": "MEDIUM", "reason": "close", "can_answer": true}}'),
         AIMessage(content="", tool_calls=[{"name": "JudgedDraft", "args": GOOD, "id": "c"}]),
         AIMessage(content="", invalid_tool_calls=[{
             "name": "JudgedDraft", "id": "c", "error": "bad json", "type": "invalid_tool_call",
             "args": 'Arguments: {"level": "MEDIUM", "reason": "close", "can_answer": true}'}]),
     ],
-    ids=["bare", "fenced", "prose_around", "wrapped_call", "keyed", "tool_call", "invalid_call"],
+    ids=["bare", "fenced", "prose_around", "wrapped_call", "keyed", "after_another_call_other_case",
+         "in_the_schemas_shape", "tool_call", "invalid_call"],
 )
 def test_reader_finds_the_judgement_wherever_it_is(message: AIMessage) -> None:
     reading = read_structured(message, JudgedDraft)
@@ -254,6 +277,9 @@ def test_reader_maps_enum_spellings() -> None:
         (AIMessage(content="The evidence looks fine to me."), False),
         (AIMessage(content='{"level": "SURE", "reason": "x", "can_answer": true}'), True),
         (AIMessage(content="", tool_calls=[{"name": "other_tool", "args": {"a": 1}, "id": "c"}]), True),
+        # the schema itself echoed back is no judgement
+        (AIMessage(content='{"type": "object", "properties": {"level": {"type": "string"}, '
+                           '"reason": {"type": "string"}, "can_answer": {"type": "boolean"}}}'), True),
     ],
 )
 def test_reader_tells_no_structure_from_an_invalid_one(message: AIMessage, structure: bool) -> None:

@@ -57,7 +57,17 @@ async def check_citations(
     checked = judgement.checked
     warnings = [*judgement.warnings, *check_warnings(checked)]
     trail = list(judgement.trail)
-    if how == "model" and not checked.citations:
+    if how == "model" and not checked.citations and draft.get("offline_answers") is False:
+        # no sentence of the model's kept a citation, and offline the same evidence gets no
+        # answer: the extract would rest on the model's judgement alone
+        trail.append(step(
+            state, "check_citations", "model_draft_unusable",
+            f"no sentence of the model's draft kept a valid citation "
+            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
+            "sentence(s) removed), and offline the evidence answers nothing: no answer"))
+        checked = check_answer("", evidence)
+        how = "abstained"
+    elif how == "model" and not checked.citations:
         # the model tried to answer, but no sentence kept a valid citation (a marker past the
         # sources, a claim its source does not support): the usable evidence is quoted instead
         trail.append(step(

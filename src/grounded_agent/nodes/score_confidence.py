@@ -44,7 +44,11 @@ async def score_confidence(
     if model is None:
         return _done(state, conf, conf.reason, "local_scorer", draft)
     held = f"judged by the draft call; offline verdict held until then: {conf.reason}"
-    return _done(state, conf, held, "with_draft", Draft(extract=local.extract, judge=True))
+    # the extract shown in place of an unusable model draft is the offline answer: it needs the
+    # offline verdict, not the model's (check_citations), or a small model's MEDIUM shows
+    # passages offline would not
+    return _done(state, conf, held, "with_draft",
+                 Draft(extract=local.extract, judge=True, offline_answers=conf.can_answer))
 
 
 @dataclass
