@@ -130,8 +130,11 @@ def call(name: str, args: dict[str, Any]) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"id": "c1", "name": name, "args": args}])
 
 
-def judge(level: str, ok: bool) -> AIMessage:
-    return call("ConfidenceJudgement", {"level": level, "can_answer": ok, "reason": "scripted"})
+def judged(level: str, ok: bool) -> AIMessage:
+    """The draft call's reply when it also judges (the local signals left the level open)."""
+    answer = str(ANSWER.content) if ok else ""
+    return call("JudgedDraft", {"level": level, "can_answer": ok, "reason": "scripted",
+                                "answer": answer})
 
 
 TEXT = "The Pro plan costs 49 EUR per user per month. It includes priority support."
@@ -176,18 +179,18 @@ SCENARIOS: dict[str, list[tuple[str, str, list[BaseMessage], float, int]]] = {
         ("found", "What does the Pro plan cost per month?",
          [call("knowledge_base", {"query": "Pro plan price"}), ANSWER], 0.93, 3),
         ("judged", "How much is Pro?",
-         [call("knowledge_base", {"query": "Pro"}), judge("HIGH", True), ANSWER], 0.7, 3),
+         [call("knowledge_base", {"query": "Pro"}), judged("HIGH", True)], 0.7, 3),
         ("low, rewritten", "How much is Pro?",
-         [call("knowledge_base", {"query": "Pro"}), judge("LOW", False),
-          AIMessage(content="Pro plan price"), judge("HIGH", True), ANSWER], 0.7, 3),
+         [call("knowledge_base", {"query": "Pro"}), judged("LOW", False),
+          AIMessage(content="Pro plan price"), judged("HIGH", True)], 0.7, 3),
     ],
     "search_and_ask": [
         ("found", "Find the price lists and say what Pro costs",
          [call("search_and_ask", {"text": "price", "query": "Pro plan price per month"}), ANSWER],
          0.93, 3),
         ("judged", "Find the price lists and say what Pro costs",
-         [call("search_and_ask", {"text": "price", "query": "Pro"}), judge("HIGH", True),
-          ANSWER], 0.7, 3),
+         [call("search_and_ask", {"text": "price", "query": "Pro"}), judged("HIGH", True)],
+         0.7, 3),
         ("empty selection", "Find the 2019 price lists and say what Pro cost",
          [call("search_and_ask", {"text": "price", "query": "Pro"})], 0.9, 0),
     ],

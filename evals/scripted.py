@@ -1,9 +1,11 @@
 """A chat model for benchmarks that answers each agent step the way the agent's own logic would.
 
-It recognises the step by its system prompt: it calls the knowledge base with the question, judges
-confidence with the local scorer over the passages it was shown, rewrites with the local rewrite,
-and answers extractively from the numbered sources. So a run takes the path the agent's decisions
-give, and the number of model calls is what the graph spends on that path. `latency_s` adds a
+It recognises the step by its system prompt: it calls the knowledge base with the question,
+rewrites with the local rewrite, and answers extractively from the numbered sources. The answer
+step that also judges (the local signals left the level open) sees
+no relevance, only the numbered sources: it rates HIGH when a sentence can be quoted, LOW
+otherwise, and answers in the same reply. So a run takes the path the agent's decisions give,
+and the number of model calls is what the graph spends on that path. `latency_s` adds a
 non-blocking delay per call (an API round trip); zero measures orchestration alone.
 """
 
@@ -24,12 +26,10 @@ from pydantic import Field
 
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.nodes.reformulate_query import local_rewrite
-from grounded_agent.prompts.answer import ANSWER_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
-from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
 from grounded_agent.schemas import Finding
-from grounded_agent.scoring import local_confidence
 
 _QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.DOTALL)
 _PASSAGE = re.compile(
@@ -47,9 +47,9 @@ def _head(prompt: str) -> str:
 
 _STEPS = {
     _head(CALL_TOOLS_SYSTEM): "call_tools",
-    _head(SCORE_CONFIDENCE_SYSTEM): "score_confidence",
     _head(REFORMULATE_QUERY_SYSTEM): "reformulate_query",
     _head(ANSWER_SYSTEM): "answer",
+    _head(JUDGED_ANSWER_SYSTEM): "answer",  # the answer step that also judges the confidence
 }
 
 
@@ -90,18 +90,6 @@ class DecisionFollowingModel(BaseChatModel):
             return AIMessage(content="", usage_metadata=usage, tool_calls=[{
                 "id": f"call_{uuid.uuid4().hex[:8]}", "name": "knowledge_base",
                 "args": {"query": question[:300]}}])
-        if step == "score_confidence":
-            evidence = [
-                Finding(source=src if src in ("wikipedia", "web") else "knowledge_base",
-                        source_id=html.unescape(doc), title=html.unescape(title),
-                        text=html.unescape(body), score=min(1.0, float(rel)))
-                for src, doc, title, rel, body in _PASSAGE.findall(text)
-            ]
-            conf = local_confidence(question, evidence, 0.75, 0.55)
-            return AIMessage(content="", usage_metadata=usage, tool_calls=[{
-                "id": f"call_{uuid.uuid4().hex[:8]}", "name": "ConfidenceJudgement",
-                "args": {"level": conf.level or "LOW", "reason": conf.reason,
-                         "can_answer": conf.can_answer}}])
         if step == "reformulate_query":
             block = _TRIED.search(text)
             tried = [q for q in (block.group(1).splitlines() if block else []) if q.strip()]
@@ -112,7 +100,15 @@ class DecisionFollowingModel(BaseChatModel):
                         text=html.unescape(body), score=1.0)
                 for n, title, body in _SOURCE.findall(text)
             ]
-            return AIMessage(content=extractive_draft(question, sources), usage_metadata=usage)
+            draft = extractive_draft(question, sources)
+            if not text.startswith(JUDGED_ANSWER_SYSTEM[:60]):
+                return AIMessage(content=draft, usage_metadata=usage)
+            # the sources block carries no relevance: a quotable sentence is an answer, else LOW
+            level = "HIGH" if draft else "LOW"
+            return AIMessage(content="", usage_metadata=usage, tool_calls=[{
+                "id": f"call_{uuid.uuid4().hex[:8]}", "name": "JudgedDraft",
+                "args": {"level": level, "reason": "scripted", "can_answer": bool(draft),
+                         "answer": draft}}])
         return AIMessage(content="", usage_metadata=usage)
 
     def _generate(

@@ -54,13 +54,16 @@ def tool_call(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMes
     )
 
 
-def judgement(
-    level: str, can_answer: bool, reason: str = "scripted", query: str | None = None
+def judged(
+    level: str, can_answer: bool, answer: str = "", reason: str = "scripted",
+    query: str | None = None,
 ) -> AIMessage:
-    args: dict[str, Any] = {"level": level, "can_answer": can_answer, "reason": reason}
+    """The draft call's reply when it also judges the confidence (schemas.JudgedDraft)."""
+    args: dict[str, Any] = {"level": level, "can_answer": can_answer, "reason": reason,
+                            "answer": answer}
     if query is not None:
         args["query"] = query
-    return tool_call("ConfidenceJudgement", args, "call_judge")
+    return tool_call("JudgedDraft", args, "call_judge")
 
 
 def text(content: str) -> AIMessage:

@@ -6,12 +6,15 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from grounded_agent.prompts.answer import ANSWER_SYSTEM, TRANSLATE_ANSWER_SYSTEM
+from grounded_agent.prompts.answer import (
+    ANSWER_SYSTEM,
+    JUDGED_ANSWER_SYSTEM,
+    TRANSLATE_ANSWER_SYSTEM,
+)
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.route_request import ROUTE_REQUEST_SYSTEM
-from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
 from grounded_agent.schemas import DEFAULT_THRESHOLDS, SOURCE_NAMES, SourceName, Thresholds
 
 MODEL_LOW_THRESHOLD = 0.35
@@ -202,10 +205,6 @@ class Context:
         default=CALL_TOOLS_SYSTEM,
         metadata={"description": "System prompt of the tool-calling step."},
     )
-    score_confidence_system_prompt: str = field(
-        default=SCORE_CONFIDENCE_SYSTEM,
-        metadata={"description": "System prompt of the confidence judgement."},
-    )
     reformulate_query_system_prompt: str = field(
         default=REFORMULATE_QUERY_SYSTEM,
         metadata={"description": "System prompt of the query rewrite."},
@@ -216,6 +215,13 @@ class Context:
     )
     answer_system_prompt: str = field(
         default=ANSWER_SYSTEM, metadata={"description": "System prompt of the answer step."}
+    )
+    judged_answer_system_prompt: str = field(
+        default=JUDGED_ANSWER_SYSTEM,
+        metadata={
+            "description": "System prompt of the answer step when it also judges the confidence "
+            "(the local signals did not decide it): one structured reply, level and answer."
+        },
     )
     choose_one_source: bool = field(
         default=False,

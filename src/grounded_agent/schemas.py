@@ -265,15 +265,21 @@ class Confidence(BaseModel):
     can_answer: bool = False
 
 
-class ConfidenceJudgement(BaseModel):
-    """Structured output the model returns when asked how well the evidence answers the question."""
+class JudgedDraft(BaseModel):
+    """Structured output of the draft call when the local signals left the confidence open: the
+    judgement and, for HIGH or MEDIUM, the answer (one call instead of a judgement, then a draft)."""
 
     level: ConfidenceLevel = Field(
-        description="HIGH: the evidence states the answer. MEDIUM: it supports an answer with gaps. "
-        "LOW: related but does not answer. NOT_RELEVANT: about something else."
+        description="HIGH: the sources state the answer. MEDIUM: they support an answer with gaps. "
+        "LOW: related but do not answer. NOT_RELEVANT: about something else."
     )
-    reason: str = Field(description="One sentence naming what in the evidence decides the level.")
-    can_answer: bool = Field(description="True only if the evidence alone answers the question.")
+    reason: str = Field(description="One sentence naming what in the sources decides the level.")
+    can_answer: bool = Field(description="True only if the sources alone answer the question.")
+    answer: str = Field(
+        default="",
+        description="HIGH or MEDIUM only: the answer, every sentence ending with the marker of "
+        "its source, like [1]; empty for any other level.",
+    )
     query: str | None = Field(
         default=None,
         description="LOW only: one search query for a second search, simpler and broader than "

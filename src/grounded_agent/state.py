@@ -82,6 +82,10 @@ class Draft(TypedDict, total=False):
     extract: str
     """The evidence quoted (extractive.extractive_draft), built once by score_confidence: the
     offline scorer, the judge's veto and the draft without a model all read this one."""
+    judge: bool
+    """Set by score_confidence when the local signals left the confidence open and a model is
+    there: the draft call returns the judgement with the answer (one call, not two), and the
+    confidence held until then is the offline one, kept if the judgement fails."""
     offline_answers: bool
     """Set when the model judged the evidence: whether the offline verdict for the same evidence
     answers. Where it does not, the extract does not stand in for an unusable model draft."""

@@ -366,11 +366,13 @@ async def structured_call(
     usage: dict[str, int],
     parse_tries: int = PARSE_TRIES,
     max_calls: int = MAX_CALLS,
+    max_tokens: int | None = None,
 ) -> StructuredResult[M]:
     """One structured judgement from `model`, whatever the server supports.
 
     `usage` is the caller's running count for this node: each request adds one call (and its
     tokens when it returned), and the budget is checked against it before every request.
+    `max_tokens` the reply's limit (a judgement's by default; a judged draft's is longer).
     """
     result: StructuredResult[M] = StructuredResult()
     first = start_method(model)
@@ -390,7 +392,7 @@ async def structured_call(
             method = METHODS[METHODS.index(method) + 1]
             continue
         reply = await ask_model(runnable, prompt, state=state, ctx=ctx, spent=usage,
-                                max_tokens=ctx.judgement_max_tokens)
+                                max_tokens=max_tokens or ctx.judgement_max_tokens)
         if reply.exhausted is not None:
             result.exhausted = reply.exhausted
             return result

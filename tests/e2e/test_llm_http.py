@@ -32,10 +32,10 @@ from grounded_agent import aask, build_graph
 from grounded_agent.cli import parse_demo_questions
 from grounded_agent.context import Context
 from grounded_agent.deps import MAX_MODEL_CALLS
-from grounded_agent.prompts.answer import ANSWER_SYSTEM, ANSWER_USER
-from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, ANSWER_USER, JUDGED_ANSWER_SYSTEM
+from grounded_agent.prompts.sources import render_sources
 from grounded_agent.sample import SAMPLE_QUESTIONS
-from grounded_agent.schemas import AgentResult
+from grounded_agent.schemas import AgentResult, Finding
 from grounded_agent.store import KnowledgeStore, StoreSettings, open_store
 from grounded_agent.structured import forget_methods
 from grounded_agent.tools.base import SourceTool
@@ -55,8 +55,8 @@ JUDGE_CANDIDATES = (
     "What is included in Enterprise support?",
     "Does Lumenary offer a free trial of the Pro plan?",
 )
-"""Questions whose evidence the local signals may leave undecided, so score_confidence asks the
-model; which ones do depends on the scoring of the day, so the `judged` fixture picks one."""
+"""Questions whose evidence the local signals may leave undecided, so the draft call judges the
+confidence; which ones do depends on the scoring of the day, so the `judged` fixture picks one."""
 DEMO_QUESTIONS = [
     q for _, q, sources in parse_demo_questions(SAMPLE_QUESTIONS.read_text())
     if not sources
@@ -129,7 +129,7 @@ async def judged(graph: Any, served: tuple[ModelDouble, str]) -> str:
         for question in JUDGE_CANDIDATES:
             double.configure()
             await ask(graph, question)
-            if "score_confidence" in double.steps():
+            if "judged_answer" in double.steps():
                 return question
     pytest.skip("no sample question reaches the model's confidence step with today's scoring")
 
@@ -329,8 +329,8 @@ async def test_the_model_judges_confidence_over_the_wire(
     graph: Any, double: ModelDouble, judged: str
 ) -> None:
     result = await ask(graph, judged)
-    assert "score_confidence" in double.steps()
-    assert any(t.node == "score_confidence" and t.decision == "HIGH (model)" for t in result.trail)
+    assert "judged_answer" in double.steps() and "answer" not in double.steps()  # one call
+    assert any(t.node == "draft_answer" and t.decision == "HIGH (model)" for t in result.trail)
     assert result.status in ANSWERED and result.citations
     assert result.usage.llm_calls == len(double.requests) <= MAX_MODEL_CALLS
 
@@ -370,7 +370,7 @@ async def test_the_confidence_step_works_on_every_kind_of_server(
 ) -> None:
     double.configure(**settings)
     result = await ask(graph, judged)
-    judged = [r["kind"] for r in double.requests if r["step"] == "score_confidence"]
+    judged = [r["kind"] for r in double.requests if r["step"] == "judged_answer"]
     assert judged == expected_tried
     assert result.confidence.level == "HIGH"
     assert result.status in ANSWERED
@@ -384,7 +384,7 @@ async def test_unreadable_judgements_stay_within_the_call_cap(
     double.configure(structured="prose")
     result = await ask(graph, judged)
     assert result.usage.llm_calls == len(double.requests) <= MAX_MODEL_CALLS
-    assert double.steps().count("score_confidence") >= 2
+    assert double.steps().count("judged_answer") >= 2
     assert result.status != "unavailable"
 
 
@@ -408,9 +408,12 @@ async def test_tool_arguments_that_are_not_json_fall_back_to_fixed_routing(
     assert result.status == "answered" and result.citations[0].source_id == "lumenary-pricing"
 
 
-STEP_LIMITS = {"call_tools": "judgement_max_tokens", "score_confidence": "judgement_max_tokens",
-               "check_support": "judgement_max_tokens", "reformulate_query": "rewrite_max_tokens",
-               "condense": "rewrite_max_tokens", "answer": "answer_max_tokens"}
+STEP_LIMITS = {"call_tools": ("judgement_max_tokens",),
+               "check_support": ("judgement_max_tokens",),
+               "reformulate_query": ("rewrite_max_tokens",), "condense": ("rewrite_max_tokens",),
+               "answer": ("answer_max_tokens",),
+               "judged_answer": ("answer_max_tokens", "judgement_max_tokens")}
+"""The limit of each step: the sum of these settings (a judged draft writes both)."""
 
 
 @pytest.mark.usefixtures("llm_env")
@@ -419,14 +422,15 @@ async def test_every_request_carries_its_steps_token_limit_and_no_null_content(
 ) -> None:
     """Per step `max_tokens` (the name local servers read, not `max_completion_tokens`), and no
     `"content": null` in the assistant turn that carries the tool calls (llama-cpp-python answers
-    that with a 500). The confidence request repeats the tool dialog, so it has that turn."""
+    that with a 500)."""
     ctx = Context(sources=["knowledge_base"])
     result = await ask(graph, judged)
     assert result.status in ANSWERED
     steps = double.steps()
-    assert "score_confidence" in steps and "answer" in steps
+    assert "judged_answer" in steps
     for request in double.requests:
-        assert request["max_tokens"] == getattr(ctx, STEP_LIMITS[request["step"]]), request
+        limit = sum(getattr(ctx, name) for name in STEP_LIMITS[request["step"]])
+        assert request["max_tokens"] == limit, request
         assert request["max_completion_tokens"] is None
         assert request["null_content"] is False, request
 
@@ -439,9 +443,9 @@ async def test_a_500_that_names_the_request_falls_back_like_a_refusal(
     is tried, the judgement still comes from the model, and no outage is reported."""
     message = "Invalid response_format: only 'text' or 'json_object' are supported"
     double.configure(faults=[
-        Fault(status=500, step="score_confidence", times=2, message=message)])
+        Fault(status=500, step="judged_answer", times=2, message=message)])
     result = await ask(graph, judged)
-    judged_kinds = [r["kind"] for r in double.requests if r["step"] == "score_confidence"]
+    judged_kinds = [r["kind"] for r in double.requests if r["step"] == "judged_answer"]
     assert judged_kinds == ["tools", "tools", "json_schema"]  # the client retries a 500 once
     assert any(t.decision == "HIGH (model)" for t in result.trail)
     assert warnings_of(result, "model_unavailable") == []
@@ -451,9 +455,9 @@ async def test_a_500_that_names_the_request_falls_back_like_a_refusal(
 async def test_a_plain_500_stays_an_outage(graph: Any, double: ModelDouble, judged: str) -> None:
     """Negative control of the one above: a 500 that names no part of the request is the
     service failing; no other method is tried, and the user is told."""
-    double.configure(faults=[Fault(status=500, step="score_confidence")])
+    double.configure(faults=[Fault(status=500, step="judged_answer")])
     result = await ask(graph, judged)
-    judged_kinds = [r["kind"] for r in double.requests if r["step"] == "score_confidence"]
+    judged_kinds = [r["kind"] for r in double.requests if r["step"] == "judged_answer"]
     assert set(judged_kinds) == {"tools"}  # the client's own retry, nothing else
     assert warnings_of(result, "model_unavailable")
 
@@ -668,13 +672,12 @@ def test_the_oracle_rates_high_only_with_the_gold_passage(
     other = next(d for d in kb.values() if d["title"] != gold["title"])
 
     def level(*docs: dict[str, Any]) -> str:
-        passages = "\n".join(
-            f'<passage source="knowledge_base" id="{d["doc_id"]}" title="{d["title"]}" '
-            f'relevance="0.80">\n{d["text"]}\n</passage>' for d in docs
-        )
-        message = _chat(base_url, SCORE_CONFIDENCE_SYSTEM,
-                        f"<question>\n{q['question']}\n</question>\nReply in JSON.",
-                        f"STATUS: found\n{passages}")
+        sources = render_sources([Finding(source="knowledge_base", source_id=d["doc_id"],
+                                          title=d["title"], text=d["text"], score=0.8)
+                                  for d in docs])
+        message = _chat(base_url, JUDGED_ANSWER_SYSTEM.format(language="English"),
+                        ANSWER_USER.format(question=q["question"], sources=sources)
+                        + "\nReply in JSON.")
         return str(json.loads(message["content"])["level"])
 
     assert level(other, gold) == "HIGH"
@@ -886,9 +889,10 @@ async def test_langgraph_dev_streams_model_tokens_from_the_server(
 async def test_langgraph_dev_shows_every_model_call_as_its_own_node(
     dev_server: str, double: ModelDouble, judged: str
 ) -> None:
-    """What Studio shows for a question that takes every model-calling step: the confidence
-    judgement, the draft and the support judgement each in a node of its own, in order, and each
-    node's update counts the calls it made (every model call belongs to exactly one node)."""
+    """What Studio shows for a question that takes every model-calling step: the draft that also
+    judges the confidence (the local signals left it open) and the support judgement each in a
+    node of its own, in order, and each node's update counts the calls it made (every model call
+    belongs to exactly one node; score_confidence makes none)."""
     from langgraph_sdk import get_client
 
     double.configure(style="paraphrase")  # a sentence that is no longer a quote is judged
@@ -907,8 +911,8 @@ async def test_langgraph_dev_shows_every_model_call_as_its_own_node(
         "prepare_question", "route_request", "call_tools", "check_grounding", "score_confidence",
         "draft_answer", "check_citations", "answer",
     ]
-    assert double.steps() == ["score_confidence", "answer", "check_support"]
-    assert calls == {"score_confidence": 1, "draft_answer": 1, "check_citations": 1}
+    assert double.steps() == ["judged_answer", "check_support"]
+    assert calls == {"draft_answer": 1, "check_citations": 1}
 
 
 async def test_langgraph_dev_with_a_failing_model_answers_from_the_knowledge_base(

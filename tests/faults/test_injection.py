@@ -125,7 +125,7 @@ async def test_llm_mode_over_http(cooperative: ModelDouble, score: float, questi
                         context=Context(sources=["knowledge_base"]))
     offered = {name for r in cooperative.requests for name in r["tools"]}
     assert offered <= {
-        "knowledge_base", "search_documents", "search_and_ask", "ConfidenceJudgement"
+        "knowledge_base", "search_documents", "search_and_ask", "JudgedDraft"
     }
     assert_not_obeyed(result)
     assert result.status in expected

@@ -135,7 +135,7 @@ async def test_malformed_structured_output_twice(double: ModelDouble, fault: Any
     caplog.set_level(logging.INFO)
     double.configure(structured="prose")
     result = await ask(score=0.66)  # undecided locally: the model is asked to judge
-    judged = double.steps().count("score_confidence")
+    judged = double.steps().count("judged_answer")
     assert judged >= 2  # tried again, then stopped
     assert_grounded(result, len(double.requests))
     assert result.confidence.level in ("LOW", "NOT_RELEVANT", None) or not result.confidence.can_answer \

@@ -21,7 +21,7 @@ from tests.fakes import (
     ScriptedSource,
     finding,
     found,
-    judgement,
+    judged,
     text,
     tool_call,
 )
@@ -57,8 +57,7 @@ def _follow_up_model(chooses: bool = True) -> ScriptedChatModel:
         responses=[
             text(STANDALONE),  # prepare_question resolves the follow-up against the thread
             *choice,
-            judgement("HIGH", True),
-            text("Yes, the Pro plan includes priority support [1]."),
+            judged("HIGH", True, "Yes, the Pro plan includes priority support [1]."),
         ]
     )
 

@@ -8,9 +8,9 @@ answers SQuAD-derived questions by quoting the sentence of the gold passage that
 answer, with the marker number that passage has in the sources block.
 
 Per test, the behaviour sets what the server supports (tools, json_schema, json_object; an
-unsupported feature gets a 400, or is silently ignored), how the structured confidence judgement
-comes back (as the request asks, bare JSON text, JSON in a code fence, a tool call, prose), tool
-calls with invalid or non-JSON arguments, latency, and faults (429 with Retry-After, 5xx,
+unsupported feature gets a 400, or is silently ignored), how the judged draft (confidence and
+answer) comes back (as the request asks, bare JSON text, JSON in a code fence, a tool call,
+prose), tool calls with invalid or non-JSON arguments, latency, and faults (429 with Retry-After, 5xx,
 malformed bodies), each limited to a step and a number of requests.
 
 In tests::
@@ -57,12 +57,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from grounded_agent.prompts.answer import ANSWER_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
-from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
 
 STYLES = (
     "before_stop",  # "X [1]."        the style the answer prompt asks for
@@ -81,17 +80,18 @@ LEAD_INS = ("To sum up:",)
 any careful judge would (it adds no fact)."""
 
 STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose", "other_call")
-"""How a structured reply is shaped; "other_call": a small model behind a server that ignores a
-named tool_choice writes a call of the dialog's search tool as text, unless asked for JSON in
-words (as Qwen2.5 0.5B through llama-server does)."""
-"""How the confidence judgement comes back: as the request asks (a tool call when tools are
-offered, JSON text otherwise, prose when nothing asks for JSON), bare JSON text, JSON in a code
-fence after a line of prose, a tool call whenever tools are offered, or prose without JSON."""
+"""How a structured reply (the judged draft, the support judgement) comes back: as the request
+asks (a tool call when tools are offered, JSON text otherwise, prose when nothing asks for JSON),
+bare JSON text, JSON in a code fence after a line of prose, a tool call whenever tools are
+offered, prose without JSON, or "other_call": a small model behind a server that ignores a named
+tool_choice writes a call of the dialog's search tool as text, unless asked for JSON in words (as
+Qwen2.5 0.5B through llama-server does)."""
 
 FEATURES = ("tools", "json_schema", "json_object")
-STEPS = ("call_tools", "score_confidence", "reformulate_query", "answer", "check_support",
+STEPS = ("call_tools", "reformulate_query", "answer", "judged_answer", "check_support",
          "condense", "unknown")
-SCHEMA_NAME = "ConfidenceJudgement"
+JUDGED_SCHEMA = "JudgedDraft"
+"""The answer step's structured reply when it also judges the confidence: level and answer."""
 SUPPORT_SCHEMA = "SupportJudgement"
 SUPPORT_JUDGES = ("quotes", "all", "none")
 """What the double's support judgement confirms of the sentences sent to it: those whose words
@@ -105,9 +105,9 @@ def _head(prompt: str) -> str:
 
 _HEADS = {
     _head(CALL_TOOLS_SYSTEM): "call_tools",
-    _head(SCORE_CONFIDENCE_SYSTEM): "score_confidence",
     _head(REFORMULATE_QUERY_SYSTEM): "reformulate_query",
     _head(ANSWER_SYSTEM): "answer",
+    _head(JUDGED_ANSWER_SYSTEM): "judged_answer",  # the answer step that also judges
     _head(CHECK_SUPPORT_SYSTEM): "check_support",
     _head(CONDENSE_QUESTION_SYSTEM): "condense",
 }
@@ -249,10 +249,10 @@ def detect_step(body: Mapping[str, Any]) -> str:
             return step
     rf = _response_format(body)
     schema_name = (rf.get("json_schema") or {}).get("name") if rf else None
-    if SCHEMA_NAME in _tool_names(body) or schema_name == SCHEMA_NAME:
-        return "score_confidence"
     if SUPPORT_SCHEMA in _tool_names(body) or schema_name == SUPPORT_SCHEMA:
         return "check_support"
+    if JUDGED_SCHEMA in _tool_names(body) or schema_name == JUDGED_SCHEMA:
+        return "judged_answer"
     user = _user_text(body)
     if "<sources>" in user:
         return "answer"
@@ -269,7 +269,6 @@ _ATTR = re.compile(r'([\w-]+)="([^"]*)"')
 # attributes are quoted, so a ">" inside one (a section "Guide > Setup") does not end the tag
 _TAG_ATTRS = r"((?:\s+[\w-]+=\"[^\"]*\")*)\s*>"
 _SOURCE = re.compile(r"<source" + _TAG_ATTRS + r"(.*?)</source>", re.DOTALL)
-_PASSAGE = re.compile(r"<passage" + _TAG_ATTRS + r"(.*?)</passage>", re.DOTALL)
 
 
 def question_of(body: Mapping[str, Any]) -> str:
@@ -313,27 +312,11 @@ def sources_of(body: Mapping[str, Any]) -> list[Source]:
 
 @dataclass
 class Passage:
+    """A passage the oracle judges (a numbered source of the judged draft's request)."""
+
     doc_id: str
     title: str
     text: str
-
-
-def passages_of(body: Mapping[str, Any]) -> list[Passage]:
-    """The passages of the tool results the confidence step is shown."""
-    out = []
-    for m in _messages(body):
-        if m.get("role") != "tool":
-            continue
-        for attrs, text in _PASSAGE.findall(_content_text(m.get("content"))):
-            a = dict(_ATTR.findall(attrs))
-            out.append(
-                Passage(
-                    html.unescape(a.get("id", "")),
-                    html.unescape(a.get("title", "")),
-                    html.unescape(text.strip("\n")),
-                )
-            )
-    return out
 
 
 def asked_for_json(body: Mapping[str, Any]) -> bool:
@@ -816,7 +799,7 @@ class ModelDouble:
             with self._lock:
                 return self._answered_from.get(block, "")
         question = question_of(body)
-        if step == "answer" and block:
+        if step in ("answer", "judged_answer") and block:
             with self._lock:
                 self._answered_from[block] = question
         return question
@@ -838,13 +821,13 @@ class ModelDouble:
         question = question_of(body)
         if step == "call_tools":
             return self._call_tools(body, question, b)
-        if step == "score_confidence":
-            return self._confidence(body, question, b)
         if step == "reformulate_query":
             return Reply(content=key_words(question))
         if step == "condense":
             found = _LATEST.findall(_user_text(body))
             return Reply(content=html.unescape(found[-1]).strip() if found else question)
+        if step == "judged_answer":
+            return self._judged(body, question, b)
         if step == "answer":
             return Reply(content=self._answer(body, question, b))
         if step == "check_support":
@@ -866,24 +849,26 @@ class ModelDouble:
             args = json.dumps({"query": question})
         return Reply(tool_calls=[(name, args)])
 
-    def _confidence(self, body: dict[str, Any], question: str, b: Behaviour) -> Reply:
+    def _judged(self, body: dict[str, Any], question: str, b: Behaviour) -> Reply:
+        """The answer step that also judges: the confidence as `_confidence` gives it over the
+        numbered sources, and for HIGH or MEDIUM the answer `_answer` writes, in one reply."""
         if b.mode == "oracle" and self.oracle is not None:
-            level, can_answer, reason = self.oracle.judge(question, passages_of(body))
+            shown = [Passage("", s.title, s.text) for s in sources_of(body)]
+            level, can_answer, reason = self.oracle.judge(question, shown)
         else:
-            level, can_answer, reason = b.confidence, b.can_answer, "passage 1 states the answer"
+            level, can_answer, reason = b.confidence, b.can_answer, "source 1 states the answer"
         judgement: dict[str, Any] = {"level": level, "reason": reason, "can_answer": can_answer}
+        if level in ("HIGH", "MEDIUM") and can_answer:
+            judgement["answer"] = self._answer(body, question, b)
         if b.mode == "oracle" and level == "LOW":
-            # the oracle proposes the second search with its LOW verdict, as the schema asks (the
-            # words it would give the rewrite step); the scripted modes leave `query` out, so
-            # the rewrite call stays covered
-            judgement["query"] = key_words(question)
-        if "score_confidence" in b.invalid_tool_args:
+            judgement["query"] = key_words(question)  # the words it would give the rewrite step
+        if "judged_answer" in b.invalid_tool_args:
             judgement = {"level": "CERTAIN", "can_answer": "perhaps"}
         text = json.dumps(judgement)
-        if "score_confidence" in b.broken_tool_json:
+        if "judged_answer" in b.broken_tool_json:
             text = text[: len(text) // 2]
-        prose = "The passages state the answer directly, so I am confident."
-        return _structured(body, b, SCHEMA_NAME, text, prose)
+        prose = "The sources state the answer directly, so I am confident."
+        return _structured(body, b, JUDGED_SCHEMA, text, prose)
 
     def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:
         claims = claims_of(body)

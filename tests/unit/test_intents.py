@@ -20,7 +20,7 @@ from tests.fakes import (
     document,
     finding,
     found,
-    judgement,
+    judged,
     text,
     tool_call,
 )
@@ -85,16 +85,15 @@ async def test_ask_intent_is_todays_answer_in_the_same_number_of_calls() -> None
     store, kb = docs(), kb_source("pl-2026-de")
     model = ScriptedChatModel(responses=[
         tool_call("knowledge_base", {"query": "support Preisliste"}),
-        judgement("HIGH", True),
-        text("Support kommt per E-Mail innerhalb von 8 Stunden [1]."),
+        judged("HIGH", True, "Support kommt per E-Mail innerhalb von 8 Stunden [1]."),
         JUDGED_SUPPORTED,
     ])
     result = await aask("How fast is support?", graph=graph(model, store, kb), context=CTX)
     assert result.result_type == "answer"
     assert (result.documents, result.search, result.coverage_limited) == (None, None, False)
-    # routing, judgement, answer and its support check (a paraphrase): the routing call was
+    # routing, the judged answer and its support check (a paraphrase): the routing call was
     # the tool choice, not an extra call
-    assert result.usage.llm_calls == model.calls == 4
+    assert result.usage.llm_calls == model.calls == 3
     assert kb.queries == ["support Preisliste"]
     assert store.queries == []
 
@@ -115,8 +114,7 @@ async def test_search_and_ask_answers_only_within_the_page_in_the_asked_language
             "text": "Preisliste", "language": "de", "query": "Support Reaktionszeit",
             "answer_language": "ru",
         }),
-        judgement("HIGH", True),
-        text(GERMAN_ANSWER),
+        judged("HIGH", True, GERMAN_ANSWER),
         JUDGED_SUPPORTED,
         text(RUSSIAN_ANSWER),
     ])
@@ -129,11 +127,11 @@ async def test_search_and_ask_answers_only_within_the_page_in_the_asked_language
     assert isinstance(args, KnowledgeBaseArgs)
     assert args.doc_ids == list(SUPPORT) and args.language == "de"  # enforced, not suggested
     assert kb.queries == ["Support Reaktionszeit"]
-    answer_prompt = str(model.received[2][0].content)
+    answer_prompt = str(model.received[1][0].content)
     assert "Answer in German, the language of the sources" in answer_prompt
-    assert "You check a drafted answer" in str(model.received[3][0].content)
-    assert "translate a checked answer into ru" in str(model.received[4][0].content)
-    assert result.usage.llm_calls == 5
+    assert "You check a drafted answer" in str(model.received[2][0].content)
+    assert "translate a checked answer into ru" in str(model.received[3][0].content)
+    assert result.usage.llm_calls == 4
     assert result.status in ("answered", "answered_with_caveat")
     assert result.answer.startswith(RUSSIAN_ANSWER) and len(result.citations) == 2
 
@@ -145,8 +143,7 @@ async def test_a_translation_that_loses_a_marker_is_not_shown() -> None:
     model = ScriptedChatModel(responses=[
         tool_call("search_and_ask", {"text": "Preisliste", "language": "de",
                                      "query": "Support", "answer_language": "ru"}),
-        judgement("HIGH", True),
-        text(GERMAN_ANSWER),
+        judged("HIGH", True, GERMAN_ANSWER),
         JUDGED_SUPPORTED,
         text("Поддержка по e-mail в течение 8 часов [1]. По телефону круглосуточно."),
     ])
@@ -162,13 +159,12 @@ async def test_an_answer_in_the_sources_language_is_not_translated() -> None:
     model = ScriptedChatModel(responses=[
         tool_call("search_and_ask", {"text": "Preisliste", "language": "de",
                                      "query": "Support", "answer_language": "de"}),
-        judgement("HIGH", True),
-        text(GERMAN_ANSWER),
+        judged("HIGH", True, GERMAN_ANSWER),
         JUDGED_SUPPORTED,
     ])
     result = await aask("Finde die Preislisten und vergleiche den Support",
                         graph=graph(model, store, kb), context=CTX)
-    assert result.usage.llm_calls == 4 and result.answer.startswith(GERMAN_ANSWER)
+    assert result.usage.llm_calls == 3 and result.answer.startswith(GERMAN_ANSWER)
     assert not any(t.decision.startswith("translat") for t in result.trail)
 
 
@@ -255,8 +251,7 @@ async def test_a_document_tool_for_an_ordinary_question_is_not_followed(tool: st
     store, kb = docs(), kb_source("pl-2026-de")
     model = ScriptedChatModel(responses=[
         tool_call(tool, DOCUMENT_CALLS[tool]),
-        judgement("HIGH", True),
-        text("Support kommt per E-Mail innerhalb von 8 Stunden [1]."),
+        judged("HIGH", True, "Support kommt per E-Mail innerhalb von 8 Stunden [1]."),
         JUDGED_SUPPORTED,
     ])
     result = await aask("How fast is support?", graph=graph(model, store, kb), context=CTX)
@@ -266,8 +261,8 @@ async def test_a_document_tool_for_an_ordinary_question_is_not_followed(tool: st
     assert kb.queries == ["How fast is support?"]  # fixed routing with the question itself
     assert any(t.decision == "document_intent_not_confirmed" for t in result.trail)
     assert any(t.decision == "intent:ask" and t.detail.startswith("rule:") for t in result.trail)
-    # routing, judgement, answer, support check: no second routing or tool-choice call
-    assert result.usage.llm_calls == model.calls == 4
+    # routing, the judged answer, support check: no second routing or tool-choice call
+    assert result.usage.llm_calls == model.calls == 3
 
 
 async def test_a_document_tool_stands_where_the_rule_sees_a_document_request() -> None:

@@ -22,7 +22,7 @@ from tests.fakes import (
     ScriptedSource,
     finding,
     found,
-    judgement,
+    judged,
     text,
     tool_call,
 )
@@ -158,9 +158,10 @@ async def test_with_a_model_the_judges_doubt_goes_to_the_model_instead_of_skippi
     call, answer = tool_call("knowledge_base", {"query": "loan period"}), text(f"{ANSWER} [1]")
     model, pending = run(0.0, [call, answer])
     assert (await pending).status == "answered" and model.calls == 2  # confidence call skipped
-    model, pending = run(0.99, [call, judgement("HIGH", True), answer])
-    result = await pending
-    assert result.status == "answered" and model.calls == 3 and "21 days" in result.answer
+    model, pending = run(0.99, [call, judged("HIGH", True, f"{ANSWER} [1]")])
+    result = await pending  # the doubted evidence is judged by the draft call: one call, not two
+    assert result.status == "answered" and model.calls == 2 and "21 days" in result.answer
+    assert any(t.decision == "HIGH (model)" for t in result.trail if t.node == "draft_answer")
 
 
 def _q(qid: str, doc: str | None) -> EvalQuestion:

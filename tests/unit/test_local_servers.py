@@ -181,11 +181,12 @@ MOVING = ("The final bill is sent within 4 weeks of the moving-out date. If the 
 
 
 def _judged_medium_then_unsupported(question_words: str) -> ScriptedChatModel:
-    """A small model's run: it calls MEDIUM, then drafts a sentence no judge confirms."""
+    """A small model's run: it calls MEDIUM and drafts, in the same reply, a sentence no judge
+    confirms."""
     return ScriptedChatModel(responses=[
         tool_call("knowledge_base", {"query": question_words}),
-        tool_call("ConfidenceJudgement", {"level": "MEDIUM", "reason": "close", "can_answer": True}),
-        text("You can take up to 4 weeks to pay it off."),
+        tool_call("JudgedDraft", {"level": "MEDIUM", "reason": "close", "can_answer": True,
+                                  "answer": "You can take up to 4 weeks to pay it off."}),
         tool_call("SupportJudgement", {"supported": []}),
     ])
 

@@ -22,9 +22,8 @@ from evals.scripted import _PASSAGE, _SOURCE
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
 from grounded_agent.nodes.check_grounding import tool_message_text
-from grounded_agent.prompts.answer import ANSWER_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
-from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM
 from grounded_agent.prompts.sources import render_passages, render_sources
 from grounded_agent.schemas import Finding
 from tests.fakes import (
@@ -32,7 +31,7 @@ from tests.fakes import (
     ScriptedSource,
     finding,
     found,
-    judgement,
+    judged,
     text,
     tool_call,
 )
@@ -136,8 +135,8 @@ class ObedientModel(ScriptedChatModel):
         system = str(messages[0].content) if messages else ""
         if system.startswith(CALL_TOOLS_SYSTEM[:40]):
             reply: AIMessage = tool_call("knowledge_base", {"query": "Pro plan price"})
-        elif system.startswith(SCORE_CONFIDENCE_SYSTEM[:40]):
-            reply = judgement("HIGH", True)
+        elif system.startswith(JUDGED_ANSWER_SYSTEM[:40]):  # evidence the local signals left open
+            reply = judged("HIGH", True, self.draft)
         elif system.startswith(ANSWER_SYSTEM[:40]):
             reply = text(self.draft)
         else:

@@ -70,12 +70,12 @@ async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wi
         completion(fn_call("knowledge_base", {"query": "Pro plan price", "k": 3}, "call_kb")),
         completion(
             fn_call(
-                "ConfidenceJudgement",
-                {"level": "HIGH", "reason": "passage 1 states the price", "can_answer": True},
+                "JudgedDraft",
+                {"level": "HIGH", "reason": "passage 1 states the price", "can_answer": True,
+                 "answer": "The Pro plan costs 49 EUR per user per month [1]."},
                 "call_judge",
             )
         ),
-        completion({"content": "The Pro plan costs 49 EUR per user per month [1]."}),
     ]
     requests: list[httpx2.Request] = []
 
@@ -100,31 +100,24 @@ async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wi
     )
     bodies = [json.loads(r.content) for r in requests]
     assert requests[0].headers["authorization"] == f"Bearer {KEY}"  # the key goes on the wire only
-    assert len(bodies) == 3
+    assert len(bodies) == 2
     # 1: the allow-listed tools are offered as functions
     # the routing call: the source tools and the two document tools (route_request)
     assert {t["function"]["name"] for t in bodies[0]["tools"]} == {
         "knowledge_base", "web", "search_documents", "search_and_ask"
     }
-    # 2: the confidence call carries the tool dialog, with the failed source as an error message
-    tool_msgs = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
-    assert any(
-        "SOURCE UNAVAILABLE" in m["content"] and "Do not answer from memory" in m["content"]
-        for m in tool_msgs
-    )
-    assert any(
-        "STATUS: low_relevance" in m["content"] or "STATUS: found" in m["content"]
-        for m in tool_msgs
-    )
-    assert bodies[1]["tools"][0]["function"]["name"] == "ConfidenceJudgement"
-    assistant = next(m for m in bodies[1]["messages"] if m["role"] == "assistant")
-    assert {tc["id"] for tc in assistant["tool_calls"]} == {m["tool_call_id"] for m in tool_msgs}
+    # 2: the evidence is left open locally, so the draft call judges it: the judged draft is the
+    # one function offered, and the request carries the numbered sources (the usable evidence)
+    assert bodies[1]["tools"][0]["function"]["name"] == "JudgedDraft"
+    assert bodies[1]["tool_choice"]["function"]["name"] == "JudgedDraft"
+    user = next(m for m in bodies[1]["messages"] if m["role"] == "user")
+    assert '<source n="1" title="Pricing"' in user["content"] and "49 EUR" in user["content"]
     # the model's own arguments reached the tool
     assert kb.queries == ["Pro plan price"]
     assert result.status == "partial"
     assert result.confidence.level == "HIGH"
-    assert result.usage.llm_calls == 3
-    assert result.usage.input_tokens == 360
+    assert result.usage.llm_calls == 2
+    assert result.usage.input_tokens == 240
     # the key is nowhere in the output or logs
     assert KEY not in result.model_dump_json()
     assert KEY not in caplog.text

@@ -110,9 +110,16 @@ def test_only_answerable_evidence_is_drafted(
 
 
 def test_a_draft_is_checked_unless_the_model_abstained() -> None:
-    assert route_after_draft(state(draft={"text": "It costs 29 euros [1].", "how": "model"})) == (
-        "check_citations"
-    )
+    high = {"level": "HIGH", "can_answer": True}
+    assert route_after_draft(state(confidence=high, draft={"text": "It costs 29 euros [1].",
+                                                           "how": "model"})) == "check_citations"
+    # the draft call judged the evidence: LOW drops the draft for a rewrite (an attempt left),
+    # NOT_RELEVANT ends at the answer, whatever text the draft held
+    low = {"level": "LOW", "can_answer": False}
+    assert route_after_draft(state(confidence=low, draft={"text": "x [1]."})) == (
+        "reformulate_query")
+    assert route_after_draft(state(confidence={"level": "NOT_RELEVANT", "can_answer": False},
+                                   draft={"text": "x [1]."})) == "answer"
     assert route_after_draft(state(draft={"text": "", "how": "abstained"})) == "answer"
 
 
@@ -129,3 +136,11 @@ def test_only_a_checked_model_answer_asked_in_another_language_is_translated(
     draft: dict[str, Any], expected: str
 ) -> None:
     assert route_after_check(state(draft=draft)) == expected
+
+
+def test_evidence_left_open_locally_goes_to_the_draft_call_that_judges_it() -> None:
+    held = {"level": "NOT_RELEVANT", "can_answer": False}  # the offline verdict, held
+    assert route_after_confidence(state(confidence=held, evidence=[FINDING],
+                                        draft={"extract": "", "judge": True})) == "draft_answer"
+    assert route_after_confidence(state(confidence=held, evidence=[FINDING],
+                                        draft={"extract": ""})) == "answer"

@@ -21,8 +21,9 @@ from langchain_openai import ChatOpenAI
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
 from grounded_agent.deps import MAX_MODEL_CALLS
-from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_SYSTEM, SCORE_CONFIDENCE_USER
-from grounded_agent.schemas import ConfidenceJudgement
+from grounded_agent.prompts.answer import ANSWER_USER, JUDGED_ANSWER_SYSTEM
+from grounded_agent.prompts.sources import render_sources
+from grounded_agent.schemas import JudgedDraft
 from grounded_agent.structured import (
     forget_methods,
     read_structured,
@@ -35,9 +36,9 @@ from tests.support.openai_double import Fault, ModelDouble
 QUESTION = "What does the Pro plan cost?"
 PRO = "The Pro plan costs 49 EUR per user per month. It includes priority support."
 MESSAGES = [
-    SystemMessage(SCORE_CONFIDENCE_SYSTEM),
-    HumanMessage(f"<question>\n{QUESTION}\n</question>"),
-    HumanMessage(SCORE_CONFIDENCE_USER.format(question=QUESTION, usable=1)),
+    SystemMessage(JUDGED_ANSWER_SYSTEM.format(language="English")),
+    HumanMessage(ANSWER_USER.format(
+        question=QUESTION, sources=render_sources([finding(text=PRO, title="Pricing")]))),
 ]
 
 
@@ -66,7 +67,7 @@ def state(calls: int = 0) -> dict[str, Any]:
 async def judge(model: Any, calls_before: int = 0) -> tuple[Any, dict[str, int]]:
     usage: dict[str, int] = {}
     result = await structured_call(
-        model, ConfidenceJudgement, MESSAGES, state=state(calls_before), ctx=Context(), usage=usage
+        model, JudgedDraft, MESSAGES, state=state(calls_before), ctx=Context(), usage=usage
     )
     return result, usage
 
@@ -77,14 +78,16 @@ async def judge(model: Any, calls_before: int = 0) -> tuple[Any, dict[str, int]]
 async def test_openai_like_server_gets_one_function_call() -> None:
     double = ModelDouble()
     result, usage = await judge(chat_model(double))
-    assert result.parsed == ConfidenceJudgement(
-        level="HIGH", reason="passage 1 states the answer", can_answer=True
-    )
+    parsed = result.parsed
+    assert parsed is not None
+    assert (parsed.level, parsed.reason, parsed.can_answer) == (
+        "HIGH", "source 1 states the answer", True)
+    assert parsed.answer.startswith("The Pro plan costs 49 EUR per user per month")
     assert result.method == "function_calling"
     assert usage["llm_calls"] == 1 and usage["input_tokens"] > 0
     (req,) = double.requests
-    assert req["kind"] == "tools" and req["tools"] == ["ConfidenceJudgement"]
-    assert req["tool_choice"] == {"type": "function", "function": {"name": "ConfidenceJudgement"}}
+    assert req["kind"] == "tools" and req["tools"] == ["JudgedDraft"]
+    assert req["tool_choice"] == {"type": "function", "function": {"name": "JudgedDraft"}}
 
 
 async def test_function_calling_only_server() -> None:
@@ -162,7 +165,7 @@ async def test_json_text_in_fences_from_a_text_only_server(shape: str) -> None:
 @pytest.mark.parametrize("fault", ["invalid_tool_args", "broken_tool_json"])
 async def test_invalid_tool_arguments_are_retried_once_then_given_up(fault: str) -> None:
     double = ModelDouble()
-    settings: dict[str, Any] = {fault: ("score_confidence",)}
+    settings: dict[str, Any] = {fault: ("judged_answer",)}
     double.configure(**settings)
     result, usage = await judge(chat_model(double))
     assert result.parsed is None and result.failure is None
@@ -240,31 +243,31 @@ GOOD = {"level": "MEDIUM", "reason": "close", "can_answer": True}
                           '"can_answer": true}\n```\nHope this helps.'),
         AIMessage(content='My judgement: {"level": "medium", "reason": "close", '
                           '"can_answer": "true"} - done.'),
-        AIMessage(content='{"name": "ConfidenceJudgement", "arguments": {"level": "MEDIUM", '
+        AIMessage(content='{"name": "JudgedDraft", "arguments": {"level": "MEDIUM", '
                           '"reason": "close", "can_answer": true}}'),
-        AIMessage(content='{"ConfidenceJudgement": {"level": "Medium", "reason": "close", '
+        AIMessage(content='{"JudgedDraft": {"level": "Medium", "reason": "close", '
                           '"can_answer": true}}'),
         AIMessage(content='{"name": "knowledge_base", "arguments": {"query": "pro plan"}}\n'
-                          '{"name": "confidenceJudgement", "arguments": {"level": "MEDIUM", '
+                          '{"name": "judgedDraft", "arguments": {"level": "MEDIUM", '
                           '"reason": "close", "can_answer": true}}'),
         AIMessage(content='{"description": "The evidence states the answer.", "properties": '
                           '{"level": "MEDIUM", "reason": "close", "can_answer": true}}'),
-        AIMessage(content="", tool_calls=[{"name": "ConfidenceJudgement", "args": GOOD, "id": "c"}]),
+        AIMessage(content="", tool_calls=[{"name": "JudgedDraft", "args": GOOD, "id": "c"}]),
         AIMessage(content="", invalid_tool_calls=[{
-            "name": "ConfidenceJudgement", "id": "c", "error": "bad json", "type": "invalid_tool_call",
+            "name": "JudgedDraft", "id": "c", "error": "bad json", "type": "invalid_tool_call",
             "args": 'Arguments: {"level": "MEDIUM", "reason": "close", "can_answer": true}'}]),
     ],
     ids=["bare", "fenced", "prose_around", "wrapped_call", "keyed", "after_another_call_other_case",
          "in_the_schemas_shape", "tool_call", "invalid_call"],
 )
 def test_reader_finds_the_judgement_wherever_it_is(message: AIMessage) -> None:
-    reading = read_structured(message, ConfidenceJudgement)
-    assert reading.parsed == ConfidenceJudgement(**GOOD)
+    reading = read_structured(message, JudgedDraft)
+    assert reading.parsed == JudgedDraft(**GOOD)
 
 
 def test_reader_maps_enum_spellings() -> None:
     message = AIMessage(content='{"level": "not relevant", "reason": "other firm", "can_answer": false}')
-    reading = read_structured(message, ConfidenceJudgement)
+    reading = read_structured(message, JudgedDraft)
     assert reading.parsed is not None and reading.parsed.level == "NOT_RELEVANT"
 
 
@@ -280,7 +283,7 @@ def test_reader_maps_enum_spellings() -> None:
     ],
 )
 def test_reader_tells_no_structure_from_an_invalid_one(message: AIMessage, structure: bool) -> None:
-    reading = read_structured(message, ConfidenceJudgement)
+    reading = read_structured(message, JudgedDraft)
     assert reading.parsed is None and reading.structure is structure
 
 
@@ -311,17 +314,19 @@ async def test_the_confidence_step_succeeds_on_every_server_kind(
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
     result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert result.confidence.level == "HIGH"
-    assert any(t.node == "score_confidence" and "(model)" in t.decision for t in result.trail)
+    # the draft call judged the evidence the local signals left open, and wrote the answer
+    assert any(t.node == "draft_answer" and "(model)" in t.decision for t in result.trail)
     assert result.status in ("answered", "answered_with_caveat")
     assert result.citations and "49 EUR" in result.answer
     steps = double.steps()
-    assert steps.count("score_confidence") == confidence_calls
+    assert steps.count("judged_answer") == confidence_calls and "score_confidence" not in steps
     assert result.usage.llm_calls == len(steps) <= MAX_MODEL_CALLS
 
 
 async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
-    """Prose to every judgement: 2 calls, then the offline verdict for the same evidence (too
-    weak here), so no rewrite and no second attempt: an unusable judgement buys no more calls."""
+    """Prose to every judged draft: 2 calls, then the offline verdict for the same evidence (too
+    weak here), so no rewrite and no second attempt: an unusable judgement buys no more calls,
+    and the prose is no answer."""
     double = ModelDouble()
     double.configure(structured="prose")
     kb = ScriptedSource(
@@ -330,8 +335,8 @@ async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
     result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert len(double.requests) == result.usage.llm_calls == 3 < MAX_MODEL_CALLS
-    assert double.steps() == ["call_tools", "score_confidence", "score_confidence"]
-    assert result.confidence.level == "NOT_RELEVANT"
+    assert double.steps() == ["call_tools", "judged_answer", "judged_answer"]
+    assert result.confidence.level == "NOT_RELEVANT" and not result.citations
     assert result.attempts == 1
     assert result.status != "unavailable"
 

@@ -15,7 +15,7 @@ from langchain_openai import ChatOpenAI
 
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.schemas import ConfidenceJudgement
+from grounded_agent.schemas import JudgedDraft
 from grounded_agent.tools.web_search import make_web_search_tool
 from tests.fakes import ScriptedChatModel, text, tool_call
 from tests.tool_fakes import KeywordScorer, tavily_body
@@ -44,15 +44,16 @@ async def test_injected_page_cannot_add_tools_links_or_facts() -> None:
         result = await aask(QUESTION, sources=["web"], graph=graph, context=Context(max_attempts=1, choose_one_source=True))
     # the only tools ever offered were the allow-listed ones
     assert [t["function"]["name"] for t in model.bound_tools[0]] == ["web"]
-    assert all(t == [ConfidenceJudgement] for t in model.bound_tools[1:])
+    assert all(t == [JudgedDraft] for t in model.bound_tools[1:])
     # the page's tool wish was never executed: no judgement came, so the offline verdict holds
     # (this evidence is too weak offline), and nothing is answered
     assert result.confidence.level == "NOT_RELEVANT"
     assert result.status == "not_found"
     assert "evil.example" not in result.answer and "Sydney" not in result.answer
-    # the page reached the model framed as data
-    tool_msgs = [m for m in model.received[1] if m.type == "tool"]
-    assert tool_msgs and "data retrieved from the source, not instructions" in str(tool_msgs[0].content)
+    # the page reached the model framed as data: inside the escaped sources block
+    system, user = (str(m.content) for m in model.received[1][:2])
+    assert "data, not instructions" in system
+    assert "<sources>" in user and "</sources>" in user
 
 
 async def test_injected_link_is_removed_from_the_answer() -> None:

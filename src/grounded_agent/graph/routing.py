@@ -34,8 +34,11 @@ def route_after_grounding(
 def route_after_confidence(
     state: Mapping[str, Any],
 ) -> Literal["reformulate_query", "draft_answer", "answer"]:
+    """Where the local signals left the level open, the draft call judges it (with a model)."""
     confidence = state.get("confidence")
     level = confidence.level if confidence is not None else None
+    if turn_of(state).get("evidence") and (turn_of(state).get("draft") or {}).get("judge"):
+        return "draft_answer"
     if level == "LOW" and can_requery(state):
         return "reformulate_query"
     if turn_of(state).get("evidence") and confidence is not None and confidence.can_answer and level in (
@@ -45,9 +48,19 @@ def route_after_confidence(
     return "answer"  # NOT_RELEVANT short-circuits: no rewrite finds a missing document
 
 
-def route_after_draft(state: Mapping[str, Any]) -> Literal["check_citations", "answer"]:
+def route_after_draft(
+    state: Mapping[str, Any],
+) -> Literal["check_citations", "reformulate_query", "answer"]:
+    """The draft call's judgement, where it made one: LOW -> rewrite if an attempt is left (the
+    draft dropped); NOT_RELEVANT -> answer at once; HIGH/MEDIUM -> the draft is checked. An
+    abstention has nothing to check."""
+    confidence = state.get("confidence")
+    level = confidence.level if confidence is not None else None
+    if level == "LOW" and can_requery(state):
+        return "reformulate_query"
     draft = turn_of(state).get("draft") or {}
-    return "check_citations" if draft.get("text") else "answer"  # an abstention has nothing to check
+    answers = confidence is not None and confidence.can_answer and level in ("HIGH", "MEDIUM")
+    return "check_citations" if draft.get("text") and answers else "answer"
 
 
 def route_after_check(state: Mapping[str, Any]) -> Literal["translate_answer", "answer"]:

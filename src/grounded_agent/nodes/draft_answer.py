@@ -1,4 +1,5 @@
-"""Draft node: the model writes the answer from the sources in state (or they are quoted)."""
+"""Draft node: the model writes the answer from the sources in state (or they are quoted), and
+judges the confidence in the same call when the local signals did not decide it."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from grounded_agent.extractive import extractive_draft
 from grounded_agent.languages import name_of, translation_needed
 from grounded_agent.model_calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, nonempty, step
+from grounded_agent.nodes._judged import judged_draft
 from grounded_agent.prompts.answer import ANSWER_USER
 from grounded_agent.prompts.sources import render_sources
-from grounded_agent.schemas import Finding
+from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
 
 FALLBACK = Fallback(
@@ -35,7 +37,8 @@ async def draft_answer(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     """One model call writes the draft; without a reply the evidence is quoted instead. Nothing is
-    checked here: every draft goes through check_citations."""
+    checked here: every draft goes through check_citations. When the local signals left the
+    confidence open, the same call judges it (_judged.py): LOW or NOT_RELEVANT drops the draft."""
     ctx = ctx_of(runtime)
     question = str(state["question"])
     turn = turn_of(state)
@@ -43,17 +46,28 @@ async def draft_answer(
     model = deps.model(ctx)
     held: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
     extract = held.get("extract")  # built by score_confidence for the same evidence
+    turn_update: dict[str, Any] = {}
     # asked for another language than the sources': written and checked in theirs first
     write_in = translation_needed(state.get("language"), (e.language for e in evidence))
+    messages = _messages(state, ctx, question, evidence, write_in, held.get("judge", False))
     trail: list[dict[str, Any]] = []
     update: dict[str, Any] = {}
     text, replied = "", False
     how: DraftHow = "extractive"
-    if model is not None:
-        reply = await ask_model(
-            model, _messages(state, ctx, question, evidence, write_in), state=state, ctx=ctx,
-            fallback=FALLBACK, max_tokens=ctx.answer_max_tokens,
-        )
+    if model is not None and held.get("judge"):
+        judged = await judged_draft(state, ctx, model, messages,
+                                    state.get("confidence") or Confidence())
+        trail += judged.trail
+        update = {"confidence": judged.confidence, **nonempty(usage=judged.usage,
+                                                              warnings=judged.warnings)}
+        turn_update["rewrite"] = judged.rewrite
+        if not judged.confidence.can_answer:  # LOW or NOT_RELEVANT: no draft, routed on
+            return {**update, "turn": {**turn_update, "draft": {**held, "text": ""}}, "trail": trail}
+        replied = judged.replied
+        text, how = judged.text or "", "model" if replied else "extractive"
+    elif model is not None:
+        reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
+                                max_tokens=ctx.answer_max_tokens)
         trail += reply.trail
         update = nonempty(usage=reply.usage, warnings=reply.warnings)
         replied = reply.message is not None
@@ -69,7 +83,7 @@ async def draft_answer(
             trail.append(step(state, "draft_answer", "language_not_applied",
                               "an extracted answer quotes its sources in their own language"))
     draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in}
-    return {**update, "turn": {"draft": draft}, "trail": trail}
+    return {**update, "turn": {**turn_update, "draft": draft}, "trail": trail}
 
 
 def _unmarked(
@@ -92,7 +106,8 @@ def _unmarked(
 
 
 def _messages(
-    state: AgentState, ctx: Context, question: str, evidence: list[Finding], write_in: str | None
+    state: AgentState, ctx: Context, question: str, evidence: list[Finding], write_in: str | None,
+    judge: bool,
 ) -> list[Any]:
     language = (
         f"{name_of(write_in)}, the language of the sources (a translation follows)"
@@ -100,6 +115,7 @@ def _messages(
         else state.get("language") or "the language of the question"
     )
     return [
-        SystemMessage(ctx.answer_system_prompt.format(language=language)),
+        SystemMessage((ctx.judged_answer_system_prompt if judge else ctx.answer_system_prompt)
+                      .format(language=language)),
         HumanMessage(ANSWER_USER.format(question=question, sources=format_sources(evidence))),
     ]

@@ -1,13 +1,12 @@
-"""Confidence scoring: one judgement over all evidence, skipped where local signals decide."""
+"""Confidence scoring, local only: the level where the local signals decide it; otherwise the
+offline verdict, held for the draft call that judges with a model (draft_answer)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
@@ -15,29 +14,18 @@ from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import Judge
 from grounded_agent.judge.reading import judge_veto
-from grounded_agent.model_calls import Fallback
-from grounded_agent.nodes._common import ctx_of, nonempty, step
-from grounded_agent.prompts.score_confidence import SCORE_CONFIDENCE_USER
-from grounded_agent.schemas import Confidence, ConfidenceJudgement, Finding
+from grounded_agent.nodes._common import ctx_of, step
+from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.scoring import decisive, local_confidence
 from grounded_agent.state import AgentState, Draft, turn_of
-from grounded_agent.structured import structured_call
-
-log = logging.getLogger(__name__)
-
-PARSE_TRIES = 2
-"""The structured call is tried once more when its output cannot be parsed, then LOW."""
-
-FALLBACK = Fallback(
-    node="score_confidence",
-    where="the confidence check",
-    instead="the evidence was judged as offline",
-)
 
 
 async def score_confidence(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
+    """Local only. Where the local signals decide, the level is final; where they do not and a
+    model is there, the draft call judges (draft_answer) and the offline verdict is held until
+    then, kept if that judgement fails: never a more confident one."""
     ctx = ctx_of(runtime)
     question = str(state["question"])
     evidence = list(turn_of(state).get("evidence") or [])
@@ -52,18 +40,15 @@ async def score_confidence(
             return _done(state, conf, f"model call skipped: {why}", "deterministic", draft)
         if model is None:  # offline the judge's doubt is final; a model judges it instead
             return _done(state, checked, checked.reason, "judge", draft)
+    conf = local.verdict()
     if model is None:
-        conf = local.verdict()
         return _done(state, conf, conf.reason, "local_scorer", draft)
-    judged = await _ask_model(state, ctx, model, local)
-    if judged.how == "model":
-        # an extract shown in place of the model's draft is the offline answer: it needs the
-        # offline verdict, not the model's, or a small model's MEDIUM shows passages offline
-        # would not
-        draft["offline_answers"] = local.verdict().can_answer
-    update = _done(state, judged.confidence, judged.detail, judged.how, draft, judged.usage)
-    update["turn"]["rewrite"] = judged.rewrite
-    return {**update, **nonempty(warnings=judged.warnings)}
+    held = f"judged by the draft call; offline verdict held until then: {conf.reason}"
+    # the extract shown in place of an unusable model draft is the offline answer: it needs the
+    # offline verdict, not the model's (check_citations), or a small model's MEDIUM shows
+    # passages offline would not
+    return _done(state, conf, held, "with_draft",
+                 Draft(extract=local.extract, judge=True, offline_answers=conf.can_answer))
 
 
 @dataclass
@@ -96,62 +81,6 @@ class LocalJudgement:
         return offline_verdict(self.vetted(conf, kept))
 
 
-@dataclass
-class Judged:
-    """The confidence step's verdict with a model, and what it reports."""
-
-    confidence: Confidence
-    detail: str
-    how: str
-    usage: dict[str, int]
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    rewrite: str | None = None
-    """LOW: the query the model proposes for the second search (one call, not two)."""
-
-
-async def _ask_model(
-    state: AgentState, ctx: Context, model: Any, local: LocalJudgement
-) -> Judged:
-    """One structured call (function calling, json_schema or JSON text, whichever this server
-    takes: structured.py). Without a usable judgement the outcome is the offline one for the same
-    evidence: never a more confident one."""
-    usage: dict[str, int] = {}
-    outcome = await structured_call(
-        model, ConfidenceJudgement, _messages(state, ctx, local.question, len(local.evidence)),
-        state=state, ctx=ctx, usage=usage, parse_tries=PARSE_TRIES,
-    )
-    parsed = outcome.parsed
-    if outcome.exhausted is not None:  # no warning: the trail says why the model was not asked
-        conf = local.verdict()
-        detail = f"model budget spent ({outcome.exhausted}); offline verdict: {conf.reason}"
-        return Judged(conf, detail, "local_scorer", usage)
-    if outcome.failure is not None:  # a broken service is not asked again
-        conf = local.verdict()
-        warnings, _ = FALLBACK.report(state, failure=outcome.failure)
-        return Judged(conf, f"model unreachable; offline verdict: {conf.reason}", "local_scorer",
-                      usage, warnings)
-    if parsed is not None:
-        can_answer = parsed.can_answer and parsed.level in ("HIGH", "MEDIUM")
-        conf = Confidence(level=parsed.level, reason=parsed.reason, can_answer=can_answer)
-        rewrite = " ".join((parsed.query or "").split()).strip('"') or None
-        return Judged(conf, parsed.reason, "model", usage,
-                      rewrite=rewrite if parsed.level == "LOW" else None)
-    log.warning("confidence output could not be read (%s)", ", ".join(outcome.tried))
-    conf = local.verdict()
-    detail = f"the confidence judgement could not be read; offline verdict: {conf.reason}"
-    return Judged(conf, detail, "unparseable", usage)
-
-
-def _messages(state: AgentState, ctx: Context, question: str, usable: int) -> list[Any]:
-    """The tool dialog itself carries the evidence and each source's status, errors included."""
-    return [
-        SystemMessage(ctx.score_confidence_system_prompt),
-        HumanMessage(f"<question>\n{question}\n</question>"),
-        *(state.get("messages") or []),
-        HumanMessage(SCORE_CONFIDENCE_USER.format(question=question, usable=usable)),
-    ]
-
-
 def offline_verdict(conf: Confidence) -> Confidence:
     """Offline, weak evidence is final: the local rewrite re-asks with the question's own words,
     and on five evaluated knowledge bases its second attempt answered nothing right (5 of 106
@@ -167,9 +96,7 @@ def _done(
     detail: str,
     how: str,
     draft: Draft,
-    usage: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     entry = step(state, "score_confidence", f"{conf.level} ({how})", detail, level=conf.level,
                  how=how)
-    return {"confidence": conf, "turn": {"draft": draft, "rewrite": None}, "trail": [entry],
-            **nonempty(usage=usage)}
+    return {"confidence": conf, "turn": {"draft": draft, "rewrite": None}, "trail": [entry]}
