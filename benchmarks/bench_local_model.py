@@ -21,7 +21,7 @@ limits are 256 for a judgement, 96 for a rewrite, 512 for an answer).
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import os
 import random
@@ -38,15 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("answerable", "unanswerable_in_kb_topic", "out_of_kb")
 
 
-def _local_model() -> Any:
-    spec = importlib.util.spec_from_file_location("local_model", ROOT / "scripts" / "local_model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-LOCAL = _local_model()
+sys.path.insert(0, str(ROOT / "scripts"))  # scripts/ lives in the checkout, beside benchmarks/
+LOCAL: Any = importlib.import_module("local_model")
 
 
 @contextmanager

@@ -11,7 +11,6 @@ answer, a question the knowledge base cannot answer is not answered, no call fai
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -26,6 +25,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import ROOT, child_env, free_port
+from tests.support.benchmarks import load_script
 
 pytestmark = [
     pytest.mark.e2e, pytest.mark.slow, pytest.mark.local_model,
@@ -42,15 +42,7 @@ PRICE = ("How much does the Pro plan cost per user per month?", "lumenary-pricin
 OFF_TOPIC = "What is the boiling point of mercury?"
 
 
-def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("local_model", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-LOCAL = _script()
+LOCAL = load_script(SCRIPT)
 
 
 @pytest.fixture(scope="module", params=LOCAL.ENGINES)

@@ -4,22 +4,9 @@ generated. Lines as the two engines print them (llama.cpp build 11434, llama-cpp
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from typing import Any
+from tests.support.benchmarks import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("local_model", ROOT / "scripts" / "local_model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-LOCAL = _script()
+LOCAL = load_script(ROOT / "scripts" / "local_model.py")
 
 LLAMA_SERVER = """\
 slot launch_slot_: id  0 | task 12 | processing task

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 from grounded_agent.loaders import load_file
 from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.store.ingest import chunk_document
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.benchmarks import ROOT, load_script
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_sample_docs", ROOT / "scripts" / "make_sample_docs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / "make_sample_docs.py")
 
 
 def test_committed_files_are_the_generators_output() -> None:
