@@ -87,7 +87,8 @@ offered, prose without JSON, or "other_call": a small model behind a server that
 tool_choice writes a call of the dialog's search tool as text, unless asked for JSON in words (as
 Qwen2.5 0.5B through llama-server does); or "lines": the judged draft never as readable JSON (a
 call of another name, as that model wrote it), but the level line and the answer when asked in
-lines (prompts.answer.JUDGED_ANSWER_LINES); other schemas as JSON text."""
+lines (prompts.answer.JUDGED_ANSWER_LINES); other schemas as JSON text. Asked in lines, every
+shape but "prose" answers so."""
 
 FEATURES = ("tools", "json_schema", "json_object")
 STEPS = ("call_tools", "reformulate_query", "answer", "judged_answer", "check_support",
@@ -874,11 +875,12 @@ class ModelDouble:
         if "judged_answer" in b.broken_tool_json:
             text = text[: len(text) // 2]
         prose = "The sources state the answer directly, so I am confident."
-        if b.structured == "lines":
-            if _LINES_HEAD not in _user_text(body):
-                return Reply(content='{"name": "answer", "arguments": ["25%"]}')
+        if _LINES_HEAD in _user_text(body) and b.structured != "prose":
+            # asked in lines: the level on the first line, then the answer or the query
             rest = judgement.get("answer") or judgement.get("query") or ""
             return Reply(content=f"{judgement['level']}\n{rest}".strip())
+        if b.structured == "lines":
+            return Reply(content='{"name": "answer", "arguments": ["25%"]}')
         return _structured(body, b, JUDGED_SCHEMA, text, prose)
 
     def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:

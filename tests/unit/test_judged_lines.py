@@ -47,10 +47,9 @@ def _kb() -> ScriptedSource:
                           [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.7))])
 
 
-def _unreadable_twice(*then: Any) -> list[Any]:
+def _unreadable_once(*then: Any) -> list[Any]:
     return [tool_call("knowledge_base", {"query": "Pro plan price"}),
-            text('{"name": "answer", "arguments": ["25%"]}'),
-            text("I think the sources answer it."), *then]
+            text('{"name": "answer", "arguments": ["25%"]}'), *then]
 
 
 @pytest.mark.parametrize(
@@ -83,14 +82,14 @@ def test_a_reply_whose_first_line_names_no_level_is_not_read(reply: str) -> None
 
 
 async def test_an_unreadable_judged_draft_is_asked_once_more_in_lines() -> None:
-    model = SmallLocalModel(responses=_unreadable_twice(text(f"HIGH\n{ANSWER}")))
+    model = SmallLocalModel(responses=_unreadable_once(text(f"HIGH\n{ANSWER}")))
     graph = build_graph(chat_model=model, tools={"knowledge_base": _kb().tool()})
     result = await aask(QUESTION, graph=graph, context=CTX)
     assert result.status in ("answered", "answered_with_caveat"), result.trail
     assert result.answer.startswith(ANSWER) and result.citations
     assert result.confidence.level == "HIGH"
-    assert model.calls == result.usage.llm_calls == 4 <= MAX_MODEL_CALLS
-    assert "Reply in plain text" in str(model.received[3][-1].content)
+    assert model.calls == result.usage.llm_calls == 3 <= MAX_MODEL_CALLS
+    assert "Reply in plain text" in str(model.received[2][-1].content)
     assert plain_first(model, JudgedDraft)  # later questions on this endpoint ask so at once
 
 
@@ -98,7 +97,7 @@ async def test_without_the_lines_request_the_offline_verdict_stands() -> None:
     """Negative control: a lines reply that names no level is not read, so the outcome is the
     offline one for this evidence (nothing answered), as before the lines request existed; the
     test before this one fails if the request is taken out."""
-    model = SmallLocalModel(responses=_unreadable_twice(text(ANSWER)))
+    model = SmallLocalModel(responses=_unreadable_once(text(ANSWER)))
     graph = build_graph(chat_model=model, tools={"knowledge_base": _kb().tool()})
     result = await aask(QUESTION, graph=graph, context=CTX)
     assert result.confidence.level == "NOT_RELEVANT" and not result.citations
@@ -110,21 +109,21 @@ async def test_every_sentence_of_a_lines_reply_is_checked() -> None:
     """What the level line lets through is a draft like any other: the sentence no source states
     goes to the support judgement, which refutes it."""
     invented = "It comes with a free phone for every user [1]."
-    model = SmallLocalModel(responses=_unreadable_twice(
+    model = SmallLocalModel(responses=_unreadable_once(
         text(f"HIGH\n{ANSWER} {invented}"), tool_call("SupportJudgement", {"supported": []})))
     graph = build_graph(chat_model=model, tools={"knowledge_base": _kb().tool()})
     result = await aask(QUESTION, graph=graph, context=CTX)
     assert "49 EUR" in result.answer and "phone" not in result.answer
-    assert model.calls == 5 <= MAX_MODEL_CALLS
+    assert model.calls == 4 <= MAX_MODEL_CALLS
 
 
 async def test_the_lines_request_needs_budget_like_any_call() -> None:
     """No call left for it: the offline verdict stands, and the trail says why."""
-    model = SmallLocalModel(responses=_unreadable_twice())
+    model = SmallLocalModel(responses=_unreadable_once())
     graph = build_graph(chat_model=model, tools={"knowledge_base": _kb().tool()})
-    ctx = Context(sources=["knowledge_base"], choose_one_source=True, max_model_calls=3)
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True, max_model_calls=2)
     result = await aask(QUESTION, graph=graph, context=ctx)
-    assert model.calls == 3
+    assert model.calls == 2
     assert result.confidence.level == "NOT_RELEVANT" and not result.citations
     assert any(t.node == "draft_answer" and t.decision == "budget_exhausted"
                for t in result.trail), result.trail
@@ -140,15 +139,16 @@ def _chat_model(double: ModelDouble) -> ChatOpenAI:
 
 async def test_an_endpoint_that_answered_in_lines_is_asked_in_lines_at_once() -> None:
     """Through the HTTP double imitating the small model (no judged draft as JSON, the level line
-    when asked): the first question takes three judged requests, the next one one."""
+    when asked): the first question takes two judged requests, the next one one."""
     double = ModelDouble()
     double.configure(structured="lines")
     model = _chat_model(double)
     graph = build_graph(chat_model=model, tools={"knowledge_base": _kb().tool()})
     first = await aask(QUESTION, graph=graph, context=CTX)
     assert first.citations and "49 EUR" in first.answer
-    assert double.steps() == ["call_tools", "judged_answer", "judged_answer", "judged_answer"]
+    assert double.steps() == ["call_tools", "judged_answer", "judged_answer"]
+    assert [r["kind"] for r in double.requests][1:] == ["tools", "text"]
     again = await aask(QUESTION, graph=graph, context=CTX)
     assert again.citations and "49 EUR" in again.answer
-    assert double.steps()[4:] == ["call_tools", "judged_answer"]
+    assert double.steps()[3:] == ["call_tools", "judged_answer"]
     assert again.usage.llm_calls == 2

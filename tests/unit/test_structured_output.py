@@ -324,7 +324,7 @@ async def test_the_confidence_step_succeeds_on_every_server_kind(
 
 
 async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
-    """Prose to every judged draft: 2 calls, one more asking in lines (nodes/_judged.py), then
+    """Prose to every judged draft: one call, one more asking in lines (nodes/_judged.py), then
     the offline verdict for the same evidence (too weak here), so no rewrite and no second
     attempt: an unusable judgement buys no more calls, and the prose is no answer."""
     double = ModelDouble()
@@ -334,8 +334,9 @@ async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
     )
     graph = build_graph(chat_model=chat_model(double), tools={"knowledge_base": kb.tool()})
     result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
-    assert len(double.requests) == result.usage.llm_calls == 4 < MAX_MODEL_CALLS
-    assert double.steps() == ["call_tools", "judged_answer", "judged_answer", "judged_answer"]
+    assert len(double.requests) == result.usage.llm_calls == 3 < MAX_MODEL_CALLS
+    assert double.steps() == ["call_tools", "judged_answer", "judged_answer"]
+    assert [r["kind"] for r in double.requests][1:] == ["tools", "text"]
     assert result.confidence.level == "NOT_RELEVANT" and not result.citations
     assert result.attempts == 1
     assert result.status != "unavailable"

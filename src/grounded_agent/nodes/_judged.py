@@ -1,6 +1,6 @@
 """The draft call that also judges the confidence (when the local signals left it open): one
-structured reply with the level and, for HIGH or MEDIUM, the answer; where a model cannot write
-that as JSON, one more request in plain text, the level on the first line and the answer after
+structured reply with the level and, for HIGH or MEDIUM, the answer; where a model did not write
+that as readable JSON, one more request in plain text, the level on the first line and the answer after
 it (remembered per endpoint, so later questions ask that way at once). Pure of state updates:
 the draft node merges what it returns."""
 
@@ -23,9 +23,11 @@ from grounded_agent.structured import plain_first, remember_plain, structured_ca
 
 log = logging.getLogger(__name__)
 
-PARSE_TRIES = 2
-"""The structured call is tried once more when its output cannot be read; then the offline
-verdict held by score_confidence stands, with the quoted draft if it answers."""
+PARSE_TRIES = 1
+"""JSON replies read before the judged draft is asked in lines: Qwen2.5 0.5B, asked again for
+JSON in words, wrote the JSON schema back (370 tokens, past a 90 s timeout on a loaded machine:
+issue 27), while the lines shape is one a capable model writes as easily. Without a readable
+reply the offline verdict held by score_confidence stands, with the quoted draft if it answers."""
 
 FALLBACK = Fallback(
     node="draft_answer",
@@ -56,8 +58,8 @@ class Judged:
 async def judged_draft(
     state: AgentState, ctx: Context, model: Any, messages: list[Any], held: Confidence
 ) -> Judged:
-    """One structured call (function calling, json_schema or JSON text: structured.py); when no
-    reply of it can be read, one request in lines (`read_lines`), within the same call budget.
+    """One structured call (function calling, json_schema or JSON text: structured.py); when its
+    reply cannot be read, one request in lines (`read_lines`), within the same call budget.
     Without a usable judgement the outcome is the offline one for the same evidence (`held`):
     never a more confident one."""
     usage: dict[str, int] = {}
