@@ -57,7 +57,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_LINES, JUDGED_ANSWER_SYSTEM
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM
@@ -79,16 +79,14 @@ LEAD_INS = ("To sum up:",)
 """What the paraphrase style puts before a quoted sentence; the double's judge reads past it, as
 any careful judge would (it adds no fact)."""
 
-STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose", "other_call", "lines")
+STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose", "other_call", "no_json")
 """How a structured reply (the judged draft, the support judgement) comes back: as the request
 asks (a tool call when tools are offered, JSON text otherwise, prose when nothing asks for JSON),
 bare JSON text, JSON in a code fence after a line of prose, a tool call whenever tools are
 offered, prose without JSON, or "other_call": a small model behind a server that ignores a named
 tool_choice writes a call of the dialog's search tool as text, unless asked for JSON in words (as
-Qwen2.5 0.5B through llama-server does); or "lines": the judged draft never as readable JSON (a
-call of another name, as that model wrote it), but the level line and the answer when asked in
-lines (prompts.answer.JUDGED_ANSWER_LINES); other schemas as JSON text. Asked in lines, every
-shape but "prose" answers so."""
+Qwen2.5 0.5B through llama-server does); or "no_json": the judged draft never as readable JSON
+(a call of another name written as text, as that model wrote it), other schemas as JSON text."""
 
 FEATURES = ("tools", "json_schema", "json_object")
 STEPS = ("call_tools", "reformulate_query", "answer", "judged_answer", "check_support",
@@ -99,10 +97,6 @@ SUPPORT_SCHEMA = "SupportJudgement"
 SUPPORT_JUDGES = ("quotes", "all", "none")
 """What the double's support judgement confirms of the sentences sent to it: those whose words
 stand, in order, in a source they cite (a careful reader of quotes); all; or none."""
-
-
-_LINES_HEAD = JUDGED_ANSWER_LINES.splitlines()[0]
-"""How the double sees that a judged draft is asked in lines."""
 
 
 def _head(prompt: str) -> str:
@@ -875,11 +869,7 @@ class ModelDouble:
         if "judged_answer" in b.broken_tool_json:
             text = text[: len(text) // 2]
         prose = "The sources state the answer directly, so I am confident."
-        if _LINES_HEAD in _user_text(body) and b.structured != "prose":
-            # asked in lines: the level on the first line, then the answer or the query
-            rest = judgement.get("answer") or judgement.get("query") or ""
-            return Reply(content=f"{judgement['level']}\n{rest}".strip())
-        if b.structured == "lines":
+        if b.structured == "no_json":
             return Reply(content='{"name": "answer", "arguments": ["25%"]}')
         return _structured(body, b, JUDGED_SCHEMA, text, prose)
 
@@ -960,7 +950,7 @@ def _structured(body: Mapping[str, Any], b: Behaviour, schema: str, text: str, p
     if b.structured == "other_call" and not asked_for_json(body):
         call = {"name": "knowledge_base", "arguments": {"query": "the question", "k": 3}}
         return Reply(content=f"{json.dumps(call)}\n{json.dumps(call)}")
-    if b.structured in ("json", "other_call", "lines"):
+    if b.structured in ("json", "other_call", "no_json"):
         return Reply(content=text)
     if b.structured == "fenced":
         return Reply(content=f"Here is my judgement:\n```json\n{text}\n```")

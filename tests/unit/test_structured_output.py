@@ -324,9 +324,9 @@ async def test_the_confidence_step_succeeds_on_every_server_kind(
 
 
 async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
-    """Prose to every judged draft: one call, one more asking in lines (nodes/_judged.py), then
-    the offline verdict for the same evidence (too weak here), so no rewrite and no second
-    attempt: an unusable judgement buys no more calls, and the prose is no answer."""
+    """Prose to every judged draft: 2 calls, then the offline verdict for the same evidence (too
+    weak here), so no free-text answer, no rewrite and no second attempt: an unusable judgement
+    buys no more calls, and the prose is no answer."""
     double = ModelDouble()
     double.configure(structured="prose")
     kb = ScriptedSource(

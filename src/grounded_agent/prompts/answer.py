@@ -38,16 +38,6 @@ entities and terms kept, no dates or qualifiers that are not essential); otherwi
 """The draft call when the local signals leave the confidence open: the judgement and the answer
 in one structured reply (schemas.JudgedDraft), with ANSWER_USER's question and sources."""
 
-JUDGED_ANSWER_LINES = """\
-Reply in plain text, not JSON. On the first line write only the level: HIGH, MEDIUM, LOW or
-NOT_RELEVANT. For HIGH or MEDIUM write the answer on the lines after it, every sentence ending
-with the marker of its source, like [1]. For LOW write the search query on the second line. For
-NOT_RELEVANT write nothing more.
-"""
-"""Joined to the judged draft's question when a model could not write the judgement as one JSON
-reply (a 0.5B model through llama-server): the level on its first line, the answer as free text
-after it (nodes/_judged.py reads it)."""
-
 ANSWER_USER = """\
 <question>
 {question}
