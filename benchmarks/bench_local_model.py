@@ -235,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
             # the setting the serve output recommends for this model, unless measured without
             env[LOCAL.WORDS_RULE] = "0" if args.no_words_rule else "1"
             mode += "" if args.no_words_rule else " +words rule"
+            if os.environ.get("GROUNDED_AGENT_JUDGE_SUPPORT", "").strip().lower() in (
+                    "0", "false", "no", "off"):
+                mode += " -support judgement"  # paraphrase removed, quotes only
             for kb in sampled if server is not None else []:
                 start = _log_size(log)
                 report = run_eval(kb, env, False, limits,

@@ -74,10 +74,16 @@ def _env_seconds(name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number of seconds, not {raw[:40]!r}") from None
 
 
-def _env_flag(name: str) -> bool:
-    """A switch from the environment ("1", "true", "yes", "on"), so the CLI and the server take
-    a setting a local model's setup recommends (scripts/local_model.py serve prints it)."""
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+def _env_flag(name: str, default: bool = False) -> bool:
+    """A switch from the environment ("1", "true", "yes", "on"; "0", "false", "no", "off"), so
+    the CLI and the server take a setting a local model's setup recommends (scripts/local_model.py
+    serve prints it)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    return default
 
 
 @dataclass(kw_only=True)
@@ -238,11 +244,11 @@ class Context:
         },
     )
     judge_support: bool = field(
-        default=True,
+        default_factory=lambda: _env_flag("GROUNDED_AGENT_JUDGE_SUPPORT", default=True),
         metadata={
             "description": "LLM mode: sentences of the model's answer that do not quote whole "
             "sentences of their cited sources are judged by the model in one more call; False "
-            "removes them (checked by quote only)."
+            "removes them (checked by quote only; GROUNDED_AGENT_JUDGE_SUPPORT=0)."
         },
     )
     judged_words_from_sources: bool = field(

@@ -285,3 +285,12 @@ def test_the_words_rule_is_off_unless_the_environment_turns_it_on(
     assert Context().judged_words_from_sources is False
     monkeypatch.setenv("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES", "1")
     assert Context().judged_words_from_sources is True
+
+
+def test_the_support_judgement_is_on_unless_the_environment_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GROUNDED_AGENT_JUDGE_SUPPORT", raising=False)
+    assert Context().judge_support is True
+    monkeypatch.setenv("GROUNDED_AGENT_JUDGE_SUPPORT", "0")
+    assert Context().judge_support is False
