@@ -3,6 +3,7 @@
     python benchmarks/bench_local_model.py [--engine llama-server|llama-cpp-python]
         [--base-url URL] [--kb-dir benchmarks/kbs/NAME ...] [--per-kind N] [--seed 0]
         [--no-offline | --offline-only] [--reports DIR] [--server-log FILE] [--json]
+        [--no-words-rule]
 
 For each knowledge base, `python -m evals --kb-dir ... --systems full_graph --json` runs as a
 subprocess offline and then with OPENAI_BASE_URL pointing at the local model (started here with
@@ -199,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-timeout", type=float, default=None,
                         help="seconds per model call (default: Context's, 20); a loaded "
                         "machine needs more to measure the model rather than the load")
+    parser.add_argument("--no-words-rule", action="store_true",
+                        help="run the model without Context.judged_words_from_sources, which "
+                        "the local model's setup recommends (on by default here)")
     args = parser.parse_args(argv)
     limits = [*(["--time-budget", str(args.time_budget)] if args.time_budget else []),
               *(["--model-timeout", str(args.model_timeout)] if args.model_timeout else [])]
@@ -228,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
             mode = args.engine if not args.base_url else "given server"
             if limits:
                 mode += " (" + " ".join(limits).replace("--", "") + ")"
+            # the setting the serve output recommends for this model, unless measured without
+            env[LOCAL.WORDS_RULE] = "0" if args.no_words_rule else "1"
+            mode += "" if args.no_words_rule else " +words rule"
             for kb in sampled if server is not None else []:
                 start = _log_size(log)
                 report = run_eval(kb, env, False, limits,

@@ -173,9 +173,11 @@ Verdict = tuple[dict[str, Any], bool, str]
 Judge = Callable[[dict[str, Any], Finding, list[tuple[str, list[int]]]], Awaitable[Judged]]
 
 
-async def _in_llm_mode(row: dict[str, Any], judge: Judge) -> Verdict:
+async def _in_llm_mode(row: dict[str, Any], judge: Judge, words_rule: bool = False) -> Verdict:
     """One row as the answer step treats it in LLM mode: the quote check, the judgement of what
-    it does not keep, then the rules kept in code."""
+    it does not keep, then the rules kept in code (with `words_rule`, Context.
+    judged_words_from_sources too: the rows have no question, so only the passage and its title
+    lend words, a stricter test than the agent's)."""
     finding, draft = _finding(row), _draft(row)
     checked = check_answer(draft, [finding])
     claims = checked.doubted
@@ -184,25 +186,37 @@ async def _in_llm_mode(row: dict[str, Any], judge: Judge) -> Verdict:
     judged = await judge(row, finding, claims)
     if judged.verdicts is None:
         return row, bool(checked.citations), f"not judged: {judged.why_not}"
-    rechecked = check_answer(draft, [finding], judged=judged.verdicts)
+    rechecked = check_answer(draft, [finding], judged=judged.verdicts,
+                             words_from="" if words_rule else None)
     return row, bool(rechecked.citations), "judge"
 
 
-def _every(rows: list[dict[str, Any]], judge: Judge) -> list[Verdict]:
+def _every(rows: list[dict[str, Any]], judge: Judge, words_rule: bool = False) -> list[Verdict]:
     async def run() -> list[Verdict]:
-        return [await _in_llm_mode(row, judge) for row in rows]
+        return [await _in_llm_mode(row, judge, words_rule) for row in rows]
 
     return asyncio.run(run())
 
 
-def oracle_verdicts(rows: list[dict[str, Any]]) -> list[Verdict]:
+def oracle_verdicts(rows: list[dict[str, Any]], words_rule: bool = False) -> list[Verdict]:
     """LLM mode with a judge that is always right (the label): what the pipeline itself loses
-    or lets through, apart from how well a model judges."""
+    or lets through, apart from how well a model judges; with `words_rule`, what
+    Context.judged_words_from_sources removes on top."""
 
     async def labels(row: dict[str, Any], _: Finding, claims: list[tuple[str, list[int]]]) -> Judged:
         return Judged({text: row["label"] == "supported" for text, _ in claims})
 
-    return _every(rows, labels)
+    return _every(rows, labels, words_rule)
+
+
+def yes_verdicts(rows: list[dict[str, Any]], words_rule: bool) -> list[Verdict]:
+    """LLM mode with a judge that confirms every sentence (as Qwen2.5 0.5B's did): what the
+    rules kept in code alone stop of the unsupported rows."""
+
+    async def yes(_: dict[str, Any], __: Finding, claims: list[tuple[str, list[int]]]) -> Judged:
+        return Judged({text: True for text, _ in claims})
+
+    return _every(rows, yes, words_rule)
 
 
 def judged_verdicts(rows: list[dict[str, Any]], model: Any, ctx: Context) -> list[Verdict]:
@@ -252,6 +266,26 @@ def main(argv: list[str] | None = None) -> int:
         part = [j for j in oracle if j[0].get("set") == name]
         if part:
             print(_rates_line(name, rates(part)))
+    print()
+    print("... and the words rule (Context.judged_words_from_sources; these rows have no")
+    print("question, so only the passage and its title lend words: stricter than in the agent)")
+    ruled = oracle_verdicts(rows + blind, words_rule=True)
+    for name in (*SETS, *BLIND_SETS):
+        part = [j for j in ruled if j[0].get("set") == name]
+        if part:
+            print(_rates_line(name, rates(part)))
+    print()
+    print("LLM mode with a judge that confirms every sentence: unsupported kept, without and")
+    print("with the words rule")
+    every = yes_verdicts(rows + blind, words_rule=False)
+    every_ruled = yes_verdicts(rows + blind, words_rule=True)
+    for name in (*SETS, *BLIND_SETS):
+        part = [j for j in every if j[0].get("set") == name]
+        part_ruled = [j for j in every_ruled if j[0].get("set") == name]
+        if part:
+            a, b = rates(part), rates(part_ruled)
+            print(f"{name:8s} {a['false_keeps']:3d}/{a['unsupported']} -> "
+                  f"{b['false_keeps']:3d}/{b['unsupported']}")
     print()
     print("LLM mode: sentences sent to the model's judgement (no quote of whole passage")
     print("sentences), and unsupported ones code keeps alone")

@@ -30,7 +30,9 @@ from grounded_agent.text import (
     answer_units,
     data_lines,
     ends_with_abbreviation,
+    is_content,
     looks_like_instruction,
+    match_credit,
     stem,
     terms,
     tokens,
@@ -306,7 +308,11 @@ def _terminate(text: str) -> str:
 
 
 def check_answer(
-    draft: str, sources: Sequence[Finding], judged: Mapping[str, bool] | None = None
+    draft: str,
+    sources: Sequence[Finding],
+    judged: Mapping[str, bool] | None = None,
+    *,
+    words_from: str | None = None,
 ) -> Checked:
     """Keeps only sentences whose markers resolve to sources in state and whose text they support.
 
@@ -316,6 +322,9 @@ def check_answer(
     sentence; True keeps a paraphrase, but never in place of the rules kept in code (its markers
     must resolve, it must not read as an instruction, and every figure it writes in digits must
     stand in its cited passages). A paraphrase no judge read is removed and listed in `doubted`.
+    `words_from` (the question, where Context.judged_words_from_sources asks for it): a judged
+    sentence must also take every content word from that text or its cited passages
+    (`words_stated`), for judges too weak to trust with a word the sources never use.
     """
     judged = judged or {}
     allowed_urls = {s.url for s in sources if s.url}
@@ -363,7 +372,11 @@ def check_answer(
         quoted = quoted_in(bare, cited_passages)
         if quoted:
             kept.append((_terminate(bare), [valid[i] for i in quoted]))
-        elif verdict is True and _digits_stated(bare, cited_passages):
+        elif (
+            verdict is True
+            and _digits_stated(bare, cited_passages)
+            and (words_from is None or words_stated(bare, cited_passages, words_from))
+        ):
             kept.append((_terminate(bare), valid))
         else:
             unsupported.append(bare)
@@ -406,6 +419,27 @@ def _digits_stated(sentence: str, passages: Sequence[Finding]) -> bool:
     return figures_stated(
         sentence, "\n".join(f"{p.title}\n{p.section or ''}\n{p.text}" for p in passages)
     )
+
+
+def new_words(sentence: str, passages: Sequence[Finding], given: str = "") -> list[str]:
+    """The sentence's content words (text.py's tokens, stop list and stems; figures in digits
+    are `_digits_stated`'s) that neither `given` (the question) nor the passages, their titles
+    and sections hold, not even as a near form (text.match_credit: "respond" for "response")."""
+    have = set(terms(given))
+    for p in passages:
+        have |= set(terms(f"{p.title}\n{p.section or ''}\n{p.text}"))
+    frozen = frozenset(have)
+    words = [t for t in tokens(URL.sub(" ", html.unescape(sentence)))
+             if is_content(t) and not t[0].isdigit()]
+    return [w for w in dict.fromkeys(words) if match_credit(stem(w), frozen) == 0.0]
+
+
+def words_stated(sentence: str, passages: Sequence[Finding], given: str = "") -> bool:
+    """Every content word of the sentence stands in the question or its cited passages: a
+    sentence that brings a word of its own ("malaria" where no source names it) says something
+    they do not, whatever a judge found. Strict on purpose: a synonym neither of them uses ("fee"
+    for "charge") fails it too, so it is for judges that cannot be trusted with paraphrase."""
+    return not new_words(sentence, passages, given)
 
 
 def attach_markers(sentence: str, marks: str) -> str:

@@ -74,6 +74,12 @@ def _env_seconds(name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number of seconds, not {raw[:40]!r}") from None
 
 
+def _env_flag(name: str) -> bool:
+    """A switch from the environment ("1", "true", "yes", "on"), so the CLI and the server take
+    a setting a local model's setup recommends (scripts/local_model.py serve prints it)."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 @dataclass(kw_only=True)
 class Context:
     """Settings for one run. Every field has a default and a description so Studio can show it."""
@@ -237,6 +243,17 @@ class Context:
             "description": "LLM mode: sentences of the model's answer that do not quote whole "
             "sentences of their cited sources are judged by the model in one more call; False "
             "removes them (checked by quote only)."
+        },
+    )
+    judged_words_from_sources: bool = field(
+        default_factory=lambda: _env_flag("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES"),
+        metadata={
+            "description": "LLM mode, for small local models whose support judgement confirms "
+            "invented sentences: a sentence the model judged supported is kept only when every "
+            "content word of it stands in the question or its cited passages. It also removes "
+            "right paraphrases in other words (README, A local model); off (the default), the "
+            "judgement decides, figures still checked in code "
+            "(GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES=1)."
         },
     )
     check_support_system_prompt: str = field(

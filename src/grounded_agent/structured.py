@@ -130,10 +130,34 @@ def remember_method(model: Any, method: Method) -> None:
             _START.pop(next(iter(_START)))
 
 
+_PLAIN: dict[tuple[str, str, str, str], None] = {}
+"""(endpoint, schema) pairs for which every structured method gave an unreadable reply and the
+caller's own plain-text shape was read (the judged draft's level line: nodes/_judged.py)."""
+
+
+def plain_first(model: Any, schema: type[BaseModel]) -> bool:
+    """The caller should ask this endpoint in its plain-text shape at once: structured replies of
+    this schema could not be read there before, and the plain shape could."""
+    key = _endpoint_key(model)
+    with _START_LOCK:
+        return key is not None and (*key, schema.__name__) in _PLAIN
+
+
+def remember_plain(model: Any, schema: type[BaseModel]) -> None:
+    key = _endpoint_key(model)
+    if key is None:
+        return
+    with _START_LOCK:
+        _PLAIN[(*key, schema.__name__)] = None
+        while len(_PLAIN) > _START_MAX:
+            _PLAIN.pop(next(iter(_PLAIN)))
+
+
 def forget_methods() -> None:
     """Forgets what was learnt about every endpoint (tests)."""
     with _START_LOCK:
         _START.clear()
+        _PLAIN.clear()
 
 
 # --- lenient reading ----------------------------------------------------------------------------

@@ -79,13 +79,14 @@ LEAD_INS = ("To sum up:",)
 """What the paraphrase style puts before a quoted sentence; the double's judge reads past it, as
 any careful judge would (it adds no fact)."""
 
-STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose", "other_call")
+STRUCTURED = ("auto", "json", "fenced", "tool_call", "prose", "other_call", "no_json")
 """How a structured reply (the judged draft, the support judgement) comes back: as the request
 asks (a tool call when tools are offered, JSON text otherwise, prose when nothing asks for JSON),
 bare JSON text, JSON in a code fence after a line of prose, a tool call whenever tools are
 offered, prose without JSON, or "other_call": a small model behind a server that ignores a named
 tool_choice writes a call of the dialog's search tool as text, unless asked for JSON in words (as
-Qwen2.5 0.5B through llama-server does)."""
+Qwen2.5 0.5B through llama-server does); or "no_json": the judged draft never as readable JSON
+(a call of another name written as text, as that model wrote it), other schemas as JSON text."""
 
 FEATURES = ("tools", "json_schema", "json_object")
 STEPS = ("call_tools", "reformulate_query", "answer", "judged_answer", "check_support",
@@ -868,6 +869,8 @@ class ModelDouble:
         if "judged_answer" in b.broken_tool_json:
             text = text[: len(text) // 2]
         prose = "The sources state the answer directly, so I am confident."
+        if b.structured == "no_json":
+            return Reply(content='{"name": "answer", "arguments": ["25%"]}')
         return _structured(body, b, JUDGED_SCHEMA, text, prose)
 
     def _support(self, body: dict[str, Any], b: Behaviour) -> Reply:
@@ -947,7 +950,7 @@ def _structured(body: Mapping[str, Any], b: Behaviour, schema: str, text: str, p
     if b.structured == "other_call" and not asked_for_json(body):
         call = {"name": "knowledge_base", "arguments": {"query": "the question", "k": 3}}
         return Reply(content=f"{json.dumps(call)}\n{json.dumps(call)}")
-    if b.structured in ("json", "other_call"):
+    if b.structured in ("json", "other_call", "no_json"):
         return Reply(content=text)
     if b.structured == "fenced":
         return Reply(content=f"Here is my judgement:\n```json\n{text}\n```")

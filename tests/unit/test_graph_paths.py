@@ -264,6 +264,9 @@ async def test_one_source_failing_one_found_is_partial_and_names_the_failed_one(
 
 
 async def test_unparseable_confidence_output_becomes_the_offline_verdict_after_one_retry() -> None:
+    """Twice unreadable as JSON: the offline verdict, which answers nothing here, so the model
+    is not asked for a free-text answer either (nodes/_judged.py)."""
+
     def kb() -> ScriptedSource:
         return ScriptedSource(
             "knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.7))]

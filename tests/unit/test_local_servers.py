@@ -215,3 +215,73 @@ async def test_an_unusable_draft_still_gives_the_extract_where_offline_answers()
     assert any(t.decision == "MEDIUM (model)" for t in result.trail)  # the model judged it
     assert result.status in ("answered", "answered_with_caveat"), result.trail
     assert "49 EUR" in result.answer
+
+
+INVENTED = "The Pro plan includes priority phone support around the clock."
+RESTATED = "Each user on the Pro plan costs 49 EUR per month."
+
+
+def _confirms_everything() -> ScriptedChatModel:
+    """A small model whose support judgement confirms every sentence it is shown."""
+    return ScriptedChatModel(responses=[
+        tool_call("knowledge_base", {"query": "Pro plan"}),
+        text(f"{RESTATED[:-1]} [1]. {INVENTED[:-1]} [1]."),
+        tool_call("SupportJudgement", {"supported": [1, 2]}),
+    ])
+
+
+async def _ask_with_words_rule(on: bool) -> Any:
+    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.9))])
+    graph = build_graph(chat_model=_confirms_everything(), tools={"knowledge_base": kb.tool()})
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True,
+                  judged_words_from_sources=on)
+    return await aask("What do I get with the Pro plan, and what does it cost?", graph=graph,
+                      context=ctx)
+
+
+async def test_a_judged_sentence_with_words_no_source_uses_is_removed_when_asked() -> None:
+    """Context.judged_words_from_sources: what the judge confirmed must also take its words from
+    the question or its cited passages; the restatement in their words stays, the invention
+    ("phone", "clock": no source says so) goes, with the judge's confirmation."""
+    result = await _ask_with_words_rule(on=True)
+    assert result.status == "answered"
+    assert result.answer.startswith("Each user on the Pro plan costs 49 EUR per month [1].")
+    assert "phone" not in result.answer
+    assert any(w.kind == "unsupported_sentence" for w in result.warnings)
+    assert any(t.decision == "support_judged" and "1 of those removed" in t.detail
+               for t in result.trail), result.trail
+
+
+async def test_without_the_words_rule_the_judge_alone_decides() -> None:
+    """Negative control: the same run with the rule off shows the invention the judge confirmed
+    (so the test before this one fails if the rule is taken out)."""
+    result = await _ask_with_words_rule(on=False)
+    assert "phone support around the clock [1]" in result.answer
+
+
+async def test_a_judged_draft_with_no_sentence_left_falls_back_as_without_the_rule() -> None:
+    """Every sentence removed by the rule: the answer is the extract where offline answers, as
+    for any model draft that keeps no sentence; never the invention."""
+    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(text=PRO, score=0.9))])
+    model = ScriptedChatModel(responses=[
+        tool_call("knowledge_base", {"query": "Pro plan"}),
+        text(f"{INVENTED[:-1]} [1]."),
+        tool_call("SupportJudgement", {"supported": [1]}),
+    ])
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True,
+                  judged_words_from_sources=True)
+    result = await aask("What does the Pro plan include?", graph=graph, context=ctx)
+    assert "phone" not in result.answer
+    assert any(t.decision == "model_draft_unusable" for t in result.trail)
+    assert result.status == "answered" and "priority support" in result.answer
+
+
+def test_the_words_rule_is_off_unless_the_environment_turns_it_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Off by default (it removes right paraphrases); the local model's setup prints the switch."""
+    monkeypatch.delenv("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES", raising=False)
+    assert Context().judged_words_from_sources is False
+    monkeypatch.setenv("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES", "1")
+    assert Context().judged_words_from_sources is True

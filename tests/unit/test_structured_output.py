@@ -325,8 +325,8 @@ async def test_the_confidence_step_succeeds_on_every_server_kind(
 
 async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
     """Prose to every judged draft: 2 calls, then the offline verdict for the same evidence (too
-    weak here), so no rewrite and no second attempt: an unusable judgement buys no more calls,
-    and the prose is no answer."""
+    weak here), so no free-text answer, no rewrite and no second attempt: an unusable judgement
+    buys no more calls, and the prose is no answer."""
     double = ModelDouble()
     double.configure(structured="prose")
     kb = ScriptedSource(
@@ -336,6 +336,7 @@ async def test_unreadable_judgements_end_as_offline_within_the_cap() -> None:
     result = await aask(QUESTION, graph=graph, context=Context(sources=["knowledge_base"], choose_one_source=True))
     assert len(double.requests) == result.usage.llm_calls == 3 < MAX_MODEL_CALLS
     assert double.steps() == ["call_tools", "judged_answer", "judged_answer"]
+    assert [r["kind"] for r in double.requests][1:] == ["tools", "text"]
     assert result.confidence.level == "NOT_RELEVANT" and not result.citations
     assert result.attempts == 1
     assert result.status != "unavailable"

@@ -110,10 +110,21 @@ async def _judge(
                      f"removed: {judged.why_not}")
         return Judgement(checked, usage, warnings, [entry])
     kept = sum(judged.verdicts.values())
+    words_from = str(state["question"]) if ctx.judged_words_from_sources else None
+    after = check_answer(draft, evidence, judged=judged.verdicts, words_from=words_from)
     entry = step(state, "check_citations", "support_judged",
                  f"the model found {kept} of {len(claims)} sentence(s) that quote no source word "
-                 "for word stated in their sources")
-    return Judgement(check_answer(draft, evidence, judged=judged.verdicts), usage, [], [entry])
+                 "for word stated in their sources"
+                 + (f"; {_still_removed(judged.verdicts, after)} of those removed by the rules "
+                    "kept in code (a figure, or a word neither the question nor their sources "
+                    "use)" if words_from is not None else ""))
+    return Judgement(after, usage, [], [entry])
+
+
+def _still_removed(verdicts: dict[str, bool], after: Checked) -> int:
+    """Sentences the model judged supported that the rules kept in code removed all the same."""
+    removed = set(after.unsupported)
+    return sum(1 for text, ok in verdicts.items() if ok and text in removed)
 
 
 def check_warnings(checked: Checked) -> list[dict[str, Any]]:

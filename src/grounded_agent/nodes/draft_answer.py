@@ -55,8 +55,9 @@ async def draft_answer(
     text, replied = "", False
     how: DraftHow = "extractive"
     if model is not None and held.get("judge"):
-        judged = await judged_draft(state, ctx, model, messages,
-                                    state.get("confidence") or Confidence())
+        judged = await judged_draft(
+            state, ctx, model, messages, state.get("confidence") or Confidence(),
+            plain=_messages(state, ctx, question, evidence, write_in, judge=False))
         trail += judged.trail
         update = {"confidence": judged.confidence, **nonempty(usage=judged.usage,
                                                               warnings=judged.warnings)}
