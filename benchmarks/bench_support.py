@@ -228,6 +228,13 @@ def judged_verdicts(rows: list[dict[str, Any]], model: Any, ctx: Context) -> lis
     return _every(rows, ask)
 
 
+def _print_per_set(judged: list[Verdict]) -> None:
+    for name in (*SETS, *BLIND_SETS):
+        part = [j for j in judged if j[0].get("set") == name]
+        if part:
+            print(_rates_line(name, rates(part)))
+
+
 def _rates_line(name: str, r: dict[str, Any]) -> str:
     fr = f"{r['false_removals']}/{r['supported']} = {r['false_removal_rate']:.1%}"
     fk = f"{r['false_keeps']}/{r['unsupported']} = {r['false_keep_rate']:.1%}"
@@ -259,21 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'set':8s} {'rows':>5s} {'false removal':>20s} {'false keep':>20s}")
     for name in (*SETS, "all", *(b for b in BLIND_SETS if any(r["set"] == b for r in blind))):
         print(_rates_line(name, result[name]))
-    oracle = oracle_verdicts(rows + blind)
     print()
     print("LLM mode with a judge that is always right: what the pipeline's own rules lose")
-    for name in (*SETS, *BLIND_SETS):
-        part = [j for j in oracle if j[0].get("set") == name]
-        if part:
-            print(_rates_line(name, rates(part)))
+    _print_per_set(oracle_verdicts(rows + blind))
     print()
     print("... and the words rule (Context.judged_words_from_sources; these rows have no")
     print("question, so only the passage and its title lend words: stricter than in the agent)")
-    ruled = oracle_verdicts(rows + blind, words_rule=True)
-    for name in (*SETS, *BLIND_SETS):
-        part = [j for j in ruled if j[0].get("set") == name]
-        if part:
-            print(_rates_line(name, rates(part)))
+    _print_per_set(oracle_verdicts(rows + blind, words_rule=True))
     print()
     print("LLM mode with a judge that confirms every sentence: unsupported kept, without and")
     print("with the words rule")

@@ -119,25 +119,29 @@ def start_method(model: Any) -> Method:
         return _START.get(key, METHODS[0])
 
 
+def _keep(memory: dict[Any, Any], key: Any, value: Any) -> None:
+    """One entry learnt about an endpoint, the oldest forgotten past _START_MAX."""
+    with _START_LOCK:
+        memory.pop(key, None)
+        memory[key] = value
+        while len(memory) > _START_MAX:
+            memory.pop(next(iter(memory)))
+
+
 def remember_method(model: Any, method: Method) -> None:
     key = _endpoint_key(model)
-    if key is None:
-        return
-    with _START_LOCK:
-        _START.pop(key, None)
-        _START[key] = method
-        while len(_START) > _START_MAX:
-            _START.pop(next(iter(_START)))
+    if key is not None:
+        _keep(_START, key, method)
 
 
 _PLAIN: dict[tuple[str, str, str, str], None] = {}
-"""(endpoint, schema) pairs for which every structured method gave an unreadable reply and the
-caller's own plain-text shape was read (the judged draft's level line: nodes/_judged.py)."""
+"""(endpoint, schema) pairs whose structured replies could not be read and where the caller
+asked in its own plain shape instead (the judged draft's free-text answer: nodes/_judged.py)."""
 
 
 def plain_first(model: Any, schema: type[BaseModel]) -> bool:
-    """The caller should ask this endpoint in its plain-text shape at once: structured replies of
-    this schema could not be read there before, and the plain shape could."""
+    """The caller should ask this endpoint in its plain shape at once: structured replies of this
+    schema could not be read there before."""
     key = _endpoint_key(model)
     with _START_LOCK:
         return key is not None and (*key, schema.__name__) in _PLAIN
@@ -145,12 +149,8 @@ def plain_first(model: Any, schema: type[BaseModel]) -> bool:
 
 def remember_plain(model: Any, schema: type[BaseModel]) -> None:
     key = _endpoint_key(model)
-    if key is None:
-        return
-    with _START_LOCK:
-        _PLAIN[(*key, schema.__name__)] = None
-        while len(_PLAIN) > _START_MAX:
-            _PLAIN.pop(next(iter(_PLAIN)))
+    if key is not None:
+        _keep(_PLAIN, (*key, schema.__name__), None)
 
 
 def forget_methods() -> None:

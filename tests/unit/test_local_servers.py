@@ -277,20 +277,16 @@ async def test_a_judged_draft_with_no_sentence_left_falls_back_as_without_the_ru
     assert result.status == "answered" and "priority support" in result.answer
 
 
-def test_the_words_rule_is_off_unless_the_environment_turns_it_on(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("variable", "setting", "default"), [
+    ("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES", "judged_words_from_sources", False),
+    ("GROUNDED_AGENT_JUDGE_SUPPORT", "judge_support", True),
+])
+def test_the_local_model_switches_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, variable: str, setting: str, default: bool
 ) -> None:
-    """Off by default (it removes right paraphrases); the local model's setup prints the switch."""
-    monkeypatch.delenv("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES", raising=False)
-    assert Context().judged_words_from_sources is False
-    monkeypatch.setenv("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES", "1")
-    assert Context().judged_words_from_sources is True
-
-
-def test_the_support_judgement_is_on_unless_the_environment_turns_it_off(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("GROUNDED_AGENT_JUDGE_SUPPORT", raising=False)
-    assert Context().judge_support is True
-    monkeypatch.setenv("GROUNDED_AGENT_JUDGE_SUPPORT", "0")
-    assert Context().judge_support is False
+    """The words rule is off by default (it removes right paraphrases), the support judgement on;
+    the local model's setup prints the switch that flips each."""
+    monkeypatch.delenv(variable, raising=False)
+    assert getattr(Context(), setting) is default
+    monkeypatch.setenv(variable, "0" if default else "1")
+    assert getattr(Context(), setting) is (not default)
