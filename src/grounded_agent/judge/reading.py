@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from grounded_agent.citations import split_claims
 from grounded_agent.extractive import READ_PASSAGES, extractive_draft
 from grounded_agent.judge import Judge
-from grounded_agent.schemas import Confidence, Finding
+from grounded_agent.schemas import Citation, Confidence, Finding
 from grounded_agent.text import answer_units, looks_like_instruction
 
 
@@ -52,17 +52,20 @@ def candidate_sentences(evidence: Sequence[Finding]) -> list[tuple[str, str]]:
     ]
 
 
-def read(question: str, evidence: Sequence[Finding], judge: Judge) -> Reading:
+def read(question: str, evidence: Sequence[Finding], judge: Judge,
+         quoted: Sequence[tuple[str, str]] | None = None) -> Reading:
+    """The judge's reading of the sentences an answer quotes (the offline answer's when None)
+    against every sentence the rules could have quoted."""
     candidates = candidate_sentences(evidence)
     # a claim comes back from the parser with its spacing changed ("days ." for "days."): the
     # candidate it was quoted from is scored, so one sentence never gets two scores
     as_written = {(title, "".join(s.split())): (title, s) for title, s in candidates}
-    quoted = [as_written.get((title, "".join(s.split())), (title, s))
-              for title, s in quoted_sentences(question, evidence)]
-    pairs = list(dict.fromkeys([*quoted, *candidates]))
+    said = quoted_sentences(question, evidence) if quoted is None else quoted
+    chosen = [as_written.get((title, "".join(s.split())), (title, s)) for title, s in said]
+    pairs = list(dict.fromkeys([*chosen, *candidates]))
     scores = dict(zip(pairs, judge.score(question, pairs), strict=True))
     return Reading(
-        quoted=max((scores[p] for p in quoted), default=0.0),
+        quoted=max((scores[p] for p in chosen), default=0.0),
         best=max(scores.values(), default=0.0),
     )
 
@@ -77,18 +80,40 @@ def judge_veto(
 ) -> Confidence:
     """An answer the rules allow, unless the judge finds its quoted sentences do not answer, or
     finds another sentence answers clearly better (the manifest's cut-offs when None)."""
+    if not conf.can_answer:
+        return conf
+    why = doubt(question, evidence, judge, veto, margin)
+    return conf if why is None else Confidence(level="NOT_RELEVANT", reason=why)
+
+
+def doubt(
+    question: str,
+    evidence: Sequence[Finding],
+    judge: Judge,
+    veto: float | None = None,
+    margin: float | None = None,
+    quoted: Sequence[tuple[str, str]] | None = None,
+) -> str | None:
+    """Why the judge does not let the sentences stand (an offline answer's, or `quoted`), or None
+    where it does or both cut-offs are off."""
     cut = judge.manifest.veto if veto is None else veto
     gap = judge.manifest.margin if margin is None else margin
-    if not conf.can_answer or (cut <= 0.0 and gap >= 1.0):  # both off
-        return conf
-    reading = read(question, evidence, judge)
+    if cut <= 0.0 and gap >= 1.0:  # both off
+        return None
+    reading = read(question, evidence, judge, quoted)
     if reading.quoted < cut:
-        why = (f"the trained judge finds the sentences an answer would quote do not answer it "
-               f"({reading.quoted:.2f} < {cut:.2f})")
-    elif reading.best - reading.quoted > gap:
-        why = (f"the trained judge rates another sentence of the passages above the ones an "
-               f"answer would quote ({reading.best:.2f} vs {reading.quoted:.2f}): the offline "
-               f"reading is not sure which one answers")
-    else:
-        return conf
-    return Confidence(level="NOT_RELEVANT", reason=why)
+        return (f"the trained judge finds the sentences an answer would quote do not answer it "
+                f"({reading.quoted:.2f} < {cut:.2f})")
+    if reading.best - reading.quoted > gap:
+        return (f"the trained judge rates another sentence of the passages above the ones an "
+                f"answer would quote ({reading.best:.2f} vs {reading.quoted:.2f}): the reading "
+                f"is not sure which one answers")
+    return None
+
+
+def model_sentences(text: str, citations: Sequence[Citation]) -> list[tuple[str, str]]:
+    """(title, sentence) of each claim of a checked answer (its markers number `citations`)."""
+    titles = {c.n: c.title for c in citations}
+    claims, _ = split_claims(text)
+    return [(titles.get(c.markers[0], "") if c.markers else "", c.text)
+            for c in claims if c.text.strip() and not c.lead_in]

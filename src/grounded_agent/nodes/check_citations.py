@@ -13,6 +13,8 @@ from grounded_agent.citations import Checked, check_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
+from grounded_agent.judge.reading import doubt, model_sentences
+from grounded_agent.languages import code_of
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.schemas import Finding
@@ -42,7 +44,9 @@ async def check_citations(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     """Markers resolved and renumbered, unsupported sentences removed; a model draft of which no
-    sentence keeps a valid citation is replaced by an extract of the evidence."""
+    sentence keeps a valid citation is replaced by an extract of the evidence, and one opening an
+    answer offline abstains from must pass the trained judge as an offline answer does
+    (Context.judge_model_answers)."""
     ctx = ctx_of(runtime)
     turn = turn_of(state)
     draft: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
@@ -57,30 +61,21 @@ async def check_citations(
     checked = judgement.checked
     warnings = [*judgement.warnings, *check_warnings(checked)]
     trail = list(judgement.trail)
-    if how == "model" and not checked.citations and draft.get("offline_answers") is False:
-        # no sentence of the model's kept a citation, and offline the same evidence gets no
-        # answer: the extract would rest on the model's judgement alone
-        trail.append(step(
-            state, "check_citations", "model_draft_unusable",
-            f"no sentence of the model's draft kept a valid citation "
-            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
-            "sentence(s) removed), and offline the evidence answers nothing: no answer"))
+    opened = how == "model" and draft.get("offline_answers") is False
+    vetoed = (_vetoed(state, ctx, deps, checked)
+              if opened and checked.citations and ctx.judge_model_answers else None)
+    if vetoed is not None:
+        # the model's judgement opened an answer offline abstains from: its sentences must pass
+        # the same trained judge as an offline answer's, or the answer would rest on the model's
+        # level alone (a small model rates MEDIUM and quotes a sentence that does not answer)
+        trail.append(step(state, "check_citations", "model_answer_vetoed",
+                          f"offline the evidence answers nothing, and {vetoed}: no answer"))
         checked = check_answer("", evidence)
         how = "abstained"
     elif how == "model" and not checked.citations:
-        # the model tried to answer, but no sentence kept a valid citation (a marker past the
-        # sources, a claim its source does not support): the usable evidence is quoted instead
-        trail.append(step(
-            state, "check_citations", "model_draft_unusable",
-            f"no sentence of the model's draft kept a valid citation "
-            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
-            "sentence(s) removed); the answer was extracted from the sources"))
-        extract = draft.get("extract")
-        if extract is None:
-            extract = extractive_draft(str(state["question"]), evidence)
-        checked = check_answer(extract, evidence)
+        checked, how, entry = _unusable(state, draft, evidence, checked, opened)
+        trail.append(entry)
         warnings += check_warnings(checked)
-        how = "extractive"
     trail.append(step(
         state, "check_citations", f"draft_{how}",
         f"{len(checked.citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
@@ -89,6 +84,38 @@ async def check_citations(
                             "citations": checked.citations}
     return {"turn": {"draft": checked_draft}, "trail": trail,
             **nonempty(usage=judgement.usage, warnings=warnings)}
+
+
+def _unusable(
+    state: AgentState, draft: Draft, evidence: list[Finding], checked: Checked, opened: bool
+) -> tuple[Checked, DraftHow, dict[str, Any]]:
+    """The model tried to answer, but no sentence kept a valid citation (a marker past the
+    sources, a claim its source does not support): the usable evidence is quoted instead, unless
+    offline the same evidence answers nothing (`opened`), where the extract would rest on the
+    model's judgement alone."""
+    lost = (f"no sentence of the model's draft kept a valid citation "
+            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
+            "sentence(s) removed)")
+    if opened:
+        return check_answer("", evidence), "abstained", step(
+            state, "check_citations", "model_draft_unusable",
+            f"{lost}, and offline the evidence answers nothing: no answer")
+    extract = draft.get("extract")
+    if extract is None:
+        extract = extractive_draft(str(state["question"]), evidence)
+    return check_answer(extract, evidence), "extractive", step(
+        state, "check_citations", "model_draft_unusable",
+        f"{lost}; the answer was extracted from the sources")
+
+
+def _vetoed(state: AgentState, ctx: Context, deps: Deps, checked: Checked) -> str | None:
+    """Why the trained judge does not let the model's checked sentences stand, or None. It reads
+    English only (trained on English Wikipedia): passages in another language go unjudged."""
+    evidence = list(turn_of(state).get("evidence") or [])
+    if any(code_of(e.language) not in (None, "en") for e in evidence):
+        return None
+    return doubt(str(state["question"]), evidence, deps.get_judge(), ctx.judge_veto,
+                 ctx.judge_margin, quoted=model_sentences(checked.text, checked.citations))
 
 
 async def _judge(
