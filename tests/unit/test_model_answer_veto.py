@@ -1,6 +1,7 @@
-"""An answer the model's judgement opens where offline the same evidence answers nothing: its
-sentences must pass the trained judge, as an offline answer's do (a small model rates MEDIUM and
-quotes a sentence of the right document that does not answer)."""
+"""Context.judge_model_answers: a model's answer must pass the trained judge as an offline
+answer does (a small model rates MEDIUM and quotes a sentence of the right document that does not
+answer). Where offline the same evidence answers nothing there is then no answer; where it
+answers, its extract stands in."""
 
 from __future__ import annotations
 
@@ -22,18 +23,19 @@ QUESTION = "What does the Pro plan cost?"
 CTX = Context(sources=["knowledge_base"], choose_one_source=True, judge_model_answers=True)
 
 
-async def _ask(answer: str, ctx: Context = CTX, passage: Finding = PRO) -> Any:
+async def _ask(answer: str, ctx: Context = CTX, passage: Finding = PRO, question: str = QUESTION,
+               offline_status: str = "not_found") -> Any:
     model = ScriptedChatModel(responses=[
         tool_call("knowledge_base", {"query": "Pro plan price"}),
         judged("MEDIUM", True, answer),
     ])
     kb = ScriptedSource("knowledge_base", [found("knowledge_base", passage)])
     graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
-    offline = await aask(QUESTION, graph=build_graph(chat_model=None,
+    offline = await aask(question, graph=build_graph(chat_model=None,
                                                       tools={"knowledge_base": kb.tool()}),
                          context=ctx)
-    assert offline.status == "not_found"  # the premise: offline answers nothing here
-    return await aask(QUESTION, graph=graph, context=ctx)
+    assert offline.status == offline_status  # the premise: what offline makes of it
+    return await aask(question, graph=graph, context=ctx)
 
 
 async def test_a_model_answer_quoting_what_does_not_answer_is_withdrawn() -> None:
@@ -73,3 +75,24 @@ async def test_passages_in_another_language_are_not_judged() -> None:
                      "Er umfasst bevorzugten Support.")
     result = await _ask("Er umfasst bevorzugten Support [1].", CTX, german)
     assert not any(t.decision == "model_answer_vetoed" for t in result.trail)
+
+
+# at 0.8 for this question the level is left to the model too, but offline the evidence answers
+ANSWERED_OFFLINE = "What is the price of Pro for each person on the team?"
+
+
+@pytest.mark.parametrize("on", [True, False])
+async def test_where_offline_answers_its_extract_stands_in_for_a_withdrawn_answer(on: bool) -> None:
+    """The model quotes the sentence beside the answer; the offline extract quotes the answer.
+    Negative control: with the setting off the model's quote stands."""
+    ctx = Context(sources=["knowledge_base"], choose_one_source=True, judge_model_answers=on)
+    result = await _ask(f"{SUPPORT} [1]", ctx, PRO.model_copy(update={"score": 0.8}),
+                        ANSWERED_OFFLINE, offline_status="answered")
+    assert result.status in ("answered", "answered_with_caveat")
+    vetoed = [t for t in result.trail if t.decision == "model_answer_vetoed"]
+    if on:
+        assert "49 EUR" in result.answer and vetoed
+        assert "extracted from the sources" in vetoed[0].detail
+    else:
+        assert "priority support" in result.answer and "49 EUR" not in result.answer
+        assert not vetoed

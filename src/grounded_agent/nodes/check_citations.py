@@ -44,9 +44,9 @@ async def check_citations(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     """Markers resolved and renumbered, unsupported sentences removed; a model draft of which no
-    sentence keeps a valid citation is replaced by an extract of the evidence, and one opening an
-    answer offline abstains from must pass the trained judge as an offline answer does
-    (Context.judge_model_answers)."""
+    sentence keeps a valid citation, or (Context.judge_model_answers) whose sentences the trained
+    judge does not let stand as it would not an offline answer's, gives way to the offline
+    answer: the extract of the evidence, or none where offline the evidence answers nothing."""
     ctx = ctx_of(runtime)
     turn = turn_of(state)
     draft: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
@@ -61,19 +61,21 @@ async def check_citations(
     checked = judgement.checked
     warnings = [*judgement.warnings, *check_warnings(checked)]
     trail = list(judgement.trail)
+    # the model's judgement opened an answer offline abstains from (score_confidence held it)
     opened = how == "model" and draft.get("offline_answers") is False
     vetoed = (_vetoed(state, ctx, deps, checked)
-              if opened and checked.citations and ctx.judge_model_answers else None)
+              if how == "model" and checked.citations and ctx.judge_model_answers else None)
     if vetoed is not None:
-        # the model's judgement opened an answer offline abstains from: its sentences must pass
-        # the same trained judge as an offline answer's, or the answer would rest on the model's
-        # level alone (a small model rates MEDIUM and quotes a sentence that does not answer)
-        trail.append(step(state, "check_citations", "model_answer_vetoed",
-                          f"offline the evidence answers nothing, and {vetoed}: no answer"))
-        checked = check_answer("", evidence)
-        how = "abstained"
+        checked, how, entry = _instead(state, draft, evidence, opened, "model_answer_vetoed",
+                                       vetoed)
+        trail.append(entry)
+        warnings += check_warnings(checked)
     elif how == "model" and not checked.citations:
-        checked, how, entry = _unusable(state, draft, evidence, checked, opened)
+        checked, how, entry = _instead(
+            state, draft, evidence, opened, "model_draft_unusable",
+            f"no sentence of the model's draft kept a valid citation "
+            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
+            "sentence(s) removed)")
         trail.append(entry)
         warnings += check_warnings(checked)
     trail.append(step(
@@ -86,26 +88,22 @@ async def check_citations(
             **nonempty(usage=judgement.usage, warnings=warnings)}
 
 
-def _unusable(
-    state: AgentState, draft: Draft, evidence: list[Finding], checked: Checked, opened: bool
+def _instead(
+    state: AgentState, draft: Draft, evidence: list[Finding], opened: bool, decision: str,
+    why: str,
 ) -> tuple[Checked, DraftHow, dict[str, Any]]:
-    """The model tried to answer, but no sentence kept a valid citation (a marker past the
-    sources, a claim its source does not support): the usable evidence is quoted instead, unless
-    offline the same evidence answers nothing (`opened`), where the extract would rest on the
-    model's judgement alone."""
-    lost = (f"no sentence of the model's draft kept a valid citation "
-            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
-            "sentence(s) removed)")
+    """The model's draft cannot stand (`why`): the offline answer, its extract of the evidence,
+    stands in where offline the evidence answers; where it answers nothing (`opened`) there is
+    no answer, or it would rest on the model's judgement alone."""
     if opened:
         return check_answer("", evidence), "abstained", step(
-            state, "check_citations", "model_draft_unusable",
-            f"{lost}, and offline the evidence answers nothing: no answer")
+            state, "check_citations", decision,
+            f"{why}, and offline the evidence answers nothing: no answer")
     extract = draft.get("extract")
     if extract is None:
         extract = extractive_draft(str(state["question"]), evidence)
     return check_answer(extract, evidence), "extractive", step(
-        state, "check_citations", "model_draft_unusable",
-        f"{lost}; the answer was extracted from the sources")
+        state, "check_citations", decision, f"{why}; the answer was extracted from the sources")
 
 
 def _vetoed(state: AgentState, ctx: Context, deps: Deps, checked: Checked) -> str | None:
