@@ -128,12 +128,18 @@ def test_the_python_api_answers_and_abstains(ingested_home: Path, server: dict[s
     assert http_500s(server) == []
 
 
+RECOMMENDED = {LOCAL.JUDGE_SUPPORT: "0", LOCAL.JUDGE_MODEL_ANSWERS: "1"}
+"""What `serve` recommends for this model (README, A local model): the CLI runs with it, the
+Python API and the endpoint with the defaults."""
+
+
 def test_the_cli_answers_through_the_local_model(
     ingested_home: Path, server: dict[str, Any]
 ) -> None:
     done = subprocess.run(
         [str(GROUNDED_AGENT), "ask", PRICE[0], "--json"],
-        env=env_for(ingested_home, server), cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**env_for(ingested_home, server), **RECOMMENDED}, cwd=ROOT, capture_output=True,
+        text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     check_answered(json.loads(done.stdout), PRICE[1], PRICE[2])
