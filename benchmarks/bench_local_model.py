@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from grounded_agent.context import Context
+
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("answerable", "unanswerable_in_kb_topic", "out_of_kb")
 
@@ -237,12 +239,11 @@ def main(argv: list[str] | None = None) -> int:
             # environment measures what serve recommends for this model (no support judgement)
             env[LOCAL.WORDS_RULE] = "0" if args.no_words_rule else "1"
             mode += "" if args.no_words_rule else " +words rule"
-            if os.environ.get("GROUNDED_AGENT_JUDGE_SUPPORT", "").strip().lower() in (
-                    "0", "false", "no", "off"):
+            switches = Context()  # the environment's switches, read as the agent reads them
+            if not switches.judge_support:
                 mode += " -support judgement"  # paraphrase removed, quotes only
-            if os.environ.get(LOCAL.JUDGE_MODEL_ANSWERS, "").strip().lower() in (
-                    "1", "true", "yes", "on"):
-                mode += " +judged model answers"  # Context.judge_model_answers
+            if switches.judge_model_answers:
+                mode += " +judged model answers"
             for kb in sampled if server is not None else []:
                 start = _log_size(log)
                 report = run_eval(kb, env, False, limits,

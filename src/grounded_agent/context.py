@@ -265,11 +265,12 @@ class Context:
     judge_model_answers: bool = field(
         default_factory=lambda: _env_flag("GROUNDED_AGENT_JUDGE_MODEL_ANSWERS"),
         metadata={
-            "description": "LLM mode, for small local models that rate weak evidence MEDIUM: an "
-            "answer the model's judgement opens where offline the same evidence answers nothing "
-            "must pass the trained judge as an offline answer does (judge_veto, judge_margin). "
-            "It also withdraws right answers a capable model finds (README, A local model); off "
-            "(the default), the model's judgement decides (GROUNDED_AGENT_JUDGE_MODEL_ANSWERS=1)."
+            "description": "LLM mode, for small local models that rate weak evidence MEDIUM and "
+            "quote what does not answer: the model's answer must pass the trained judge as an "
+            "offline answer does (judge_veto, judge_margin), else the offline answer stands in "
+            "(its extract, or none where offline the evidence answers nothing). It also "
+            "withdraws right answers a capable model finds (README, A local model); off (the "
+            "default), the model's answer stands (GROUNDED_AGENT_JUDGE_MODEL_ANSWERS=1)."
         },
     )
     check_support_system_prompt: str = field(

@@ -61,21 +61,11 @@ async def check_citations(
     checked = judgement.checked
     warnings = [*judgement.warnings, *check_warnings(checked)]
     trail = list(judgement.trail)
-    # the model's judgement opened an answer offline abstains from (score_confidence held it)
-    opened = how == "model" and draft.get("offline_answers") is False
-    vetoed = (_vetoed(state, ctx, deps, checked)
-              if how == "model" and checked.citations and ctx.judge_model_answers else None)
-    if vetoed is not None:
-        checked, how, entry = _instead(state, draft, evidence, opened, "model_answer_vetoed",
-                                       vetoed)
-        trail.append(entry)
-        warnings += check_warnings(checked)
-    elif how == "model" and not checked.citations:
-        checked, how, entry = _instead(
-            state, draft, evidence, opened, "model_draft_unusable",
-            f"no sentence of the model's draft kept a valid citation "
-            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
-            "sentence(s) removed)")
+    cannot = _cannot_stand(state, ctx, deps, checked, evidence) if how == "model" else None
+    if cannot is not None:
+        # offline_answers False: the model's judgement opened an answer offline abstains from
+        opened = draft.get("offline_answers") is False
+        checked, how, entry = _instead(state, draft, evidence, opened, *cannot)
         trail.append(entry)
         warnings += check_warnings(checked)
     trail.append(step(
@@ -106,14 +96,23 @@ def _instead(
         state, "check_citations", decision, f"{why}; the answer was extracted from the sources")
 
 
-def _vetoed(state: AgentState, ctx: Context, deps: Deps, checked: Checked) -> str | None:
-    """Why the trained judge does not let the model's checked sentences stand, or None. It reads
-    English only (trained on English Wikipedia): passages in another language go unjudged."""
-    evidence = list(turn_of(state).get("evidence") or [])
-    if any(code_of(e.language) not in (None, "en") for e in evidence):
+def _cannot_stand(
+    state: AgentState, ctx: Context, deps: Deps, checked: Checked, evidence: list[Finding]
+) -> tuple[str, str] | None:
+    """(decision, why) where the model's checked draft cannot stand: no sentence kept a valid
+    citation, or (Context.judge_model_answers) the trained judge does not let its sentences stand.
+    The judge reads English only (trained on English Wikipedia): other passages go unjudged."""
+    if not checked.citations:
+        return "model_draft_unusable", (
+            f"no sentence of the model's draft kept a valid citation "
+            f"({len(checked.removed_markers)} marker(s) and {len(checked.unsupported)} "
+            "sentence(s) removed)")
+    if not ctx.judge_model_answers or any(
+            code_of(e.language) not in (None, "en") for e in evidence):
         return None
-    return doubt(str(state["question"]), evidence, deps.get_judge(), ctx.judge_veto,
-                 ctx.judge_margin, quoted=model_sentences(checked.text, checked.citations))
+    why = doubt(str(state["question"]), evidence, deps.get_judge(), ctx.judge_veto,
+                ctx.judge_margin, quoted=model_sentences(checked.text, checked.citations))
+    return None if why is None else ("model_answer_vetoed", why)
 
 
 async def _judge(
