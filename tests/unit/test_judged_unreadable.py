@@ -85,16 +85,15 @@ async def test_where_offline_answers_nothing_no_more_call_is_made() -> None:
     assert not plain_first(model, JudgedDraft)
 
 
-async def test_a_free_text_reply_that_finds_no_answer_does_not_overrule_the_offline_verdict(
-) -> None:
-    """The model's judgement could not be read, so its saying "no answer" in free text is no
-    judgement either: offline answers this evidence, and its extract stands (without this the
-    question is not answered, as the model's own abstention)."""
+async def test_a_free_text_reply_that_finds_no_answer_is_an_abstention() -> None:
+    """A model that says plainly that the sources do not answer abstains, also where its
+    judgement could not be read and offline would answer: the offline extract does not overrule
+    it (a more confident outcome than the model's own)."""
     model = SmallLocalModel(responses=_unreadable_twice(
         text("No, it is not included. The sources do not contain the answer.")))
     result = await _ask(model, ANSWERS_OFFLINE, 0.8)
-    assert result.status == "answered" and "49 EUR" in result.answer
-    assert any(t.decision == "model_said_no_answer" for t in result.trail)
+    assert result.status != "answered"
+    assert "49 EUR" not in (result.answer or "")
 
 
 async def test_every_sentence_of_the_free_text_answer_is_checked() -> None:

@@ -11,8 +11,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from grounded_agent.citations import MARKER
-from grounded_agent.cite_unmarked import says_no_answer
 from grounded_agent.context import Context
 from grounded_agent.model_calls import Fallback, add_usage, ask_model
 from grounded_agent.nodes._common import step
@@ -94,14 +92,6 @@ async def judged_draft(
         return Judged(held, None, usage, trail + fallback, warnings)
     if not plain_here:
         remember_plain(model, JudgedDraft)
-    if not MARKER.search(reply.text) and says_no_answer(reply.text):
-        # its judgement could not be read, so neither can this one count: the offline verdict
-        # answers, and its extract stands (Qwen2.5 0.5B: "No, you cannot sit in first class on
-        # the train. The sources do not contain the answer." where a passage says when you can)
-        trail.append(step(state, "draft_answer", "model_said_no_answer",
-                          "the free-text answer says the sources do not answer; the offline "
-                          "verdict stands, so its extract does"))
-        return Judged(held, None, usage, trail)
     return Judged(held, reply.text, usage, trail)
 
 
