@@ -262,7 +262,7 @@ def missing_names(question: str, text: str) -> list[str]:
 
 _INSTRUCTION = re.compile(
     # what to ignore is named by where it stands: "previous instructions", "all prior rules"
-    # ("override any rule of national law" is law, not an order)
+    # (a statute that overrides "any rule" of another body states law; it gives no order)
     r"\b(ignore|disregard|forget|override) (all |any |the )?(of )?(your|my|previous|prior|above|"
     r"earlier|preceding|former|system|these|those|other)\b[^.]{0,30}?\b(instruction|prompt|rule|"
     r"guideline|direction)s?\b"

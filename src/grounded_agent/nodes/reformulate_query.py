@@ -19,7 +19,7 @@ from grounded_agent.model_calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, is_repeat, nonempty, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
 from grounded_agent.state import AgentState, turn_of
-from grounded_agent.text import STOPWORDS, tokens
+from grounded_agent.text import QUESTION_LEADS, STOPWORDS, tokens
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +27,11 @@ FALLBACK = Fallback(
     node="reformulate_query", where="the query rewrite", instead="a local rewrite was used"
 )
 
-_QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}
 
 
 def local_rewrite(question: str, tried: list[str]) -> str:
     """Keyword form of the question: the content words, without question words and filler."""
-    words = [t for t in tokens(question) if t not in STOPWORDS and t not in _QUESTION_WORDS]
+    words = [t for t in tokens(question) if t not in STOPWORDS and t not in QUESTION_LEADS]
     rewrite = " ".join(dict.fromkeys(words)) or question
     if rewrite.lower() in {q.lower() for q in tried} and len(words) > 2:
         rewrite = " ".join(dict.fromkeys(words[: max(2, len(words) - 1)]))

@@ -108,7 +108,7 @@ class CalibratedRelevance:
 
     Why: raw all-MiniLM-L6-v2 cosine has no fixed meaning for the graph's thresholds, and term
     overlap alone turns away a question asked in other words than the document's ("monthly" vs
-    "per month", "standing fee" vs "base charge"). The score is a logistic model
+    "per month", "cost" vs "price"). The score is a logistic model
 
         p = sigmoid(COEFFICIENTS . features + intercept)
 
