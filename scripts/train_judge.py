@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tokenizers import Tokenizer
 
-    from grounded_agent.text import split_sentences
+    from grounded_agent.sentences import split_sentences
 
     started = time.monotonic()
     torch.manual_seed(SPLIT_SEED)

@@ -24,12 +24,15 @@ from dataclasses import dataclass, field
 
 from grounded_agent.quantities import figures_stated
 from grounded_agent.schemas import Citation, Finding
-from grounded_agent.text import (
+from grounded_agent.sentences import (
     BULLET,
     SENTENCE_END,
     answer_units,
-    data_lines,
     ends_with_abbreviation,
+    join_abbreviated,
+)
+from grounded_agent.text import (
+    data_lines,
     is_content,
     looks_like_instruction,
     match_credit,
@@ -235,12 +238,7 @@ def _add_text(chunk: str, claims: list[Claim], st: _State) -> None:
             st.closed = False  # "e.g. [1] and so on": the sentence goes on
         else:
             st.flush(claims)
-    merged: list[str] = []
-    for piece in SENTENCE_END.split(st.text + chunk):
-        if merged and _ends_with_abbreviation(merged[-1]):
-            merged[-1] = f"{merged[-1]} {piece}"
-        else:
-            merged.append(piece)
+    merged = join_abbreviated(SENTENCE_END.split(st.text + chunk), _ends_with_abbreviation)
     for piece in merged[:-1]:
         st.text = piece
         st.flush(claims)

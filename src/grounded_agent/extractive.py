@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from grounded_agent.answer_types import asked_type, holds_type
 from grounded_agent.citations import attach_markers
 from grounded_agent.schemas import Finding
+from grounded_agent.sentences import answer_units
 from grounded_agent.text import (
-    answer_units,
     coverage,
     idf_from,
     key_terms,

@@ -23,7 +23,8 @@ from grounded_agent.answer_types import AnswerType, asked_type, holds_type
 from grounded_agent.citations import MARKER
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.schemas import Confidence, Finding
-from grounded_agent.text import coverage, key_terms, missing_names, split_sentences
+from grounded_agent.sentences import split_sentences
+from grounded_agent.text import coverage, key_terms, missing_names
 
 # Cut-offs on key-term coverage of a passage (share of the question's weighted key terms).
 HIGH_COVERAGE = 0.5

@@ -22,7 +22,8 @@ from pydantic import BaseModel, Field
 
 from grounded_agent.citations import MARKER
 from grounded_agent.loaders.base import SourceDocument
-from grounded_agent.text import looks_like_instruction, split_sentences
+from grounded_agent.sentences import split_sentences
+from grounded_agent.text import looks_like_instruction
 
 PROMPT_TAG = re.compile(
     r"<\s*/?\s*(?:sources?|passages?|system|assistant|user|instructions?|prompt|claims?|"

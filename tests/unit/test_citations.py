@@ -300,7 +300,7 @@ def test_a_word_for_word_quote_with_units_is_supported_and_a_changed_number_is_n
 
 
 def test_a_line_that_only_looks_like_a_numbered_item_continues_its_sentence() -> None:
-    from grounded_agent.text import split_sentences
+    from grounded_agent.sentences import split_sentences
 
     assert "Oxygen gas (O 2) can be toxic at high partial pressures." in split_sentences(QUOTES.text)
     assert split_sentences("Steps:\n1. Open the lid\n2. Press start") == [

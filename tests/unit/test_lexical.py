@@ -8,13 +8,12 @@ from grounded_agent.answer_types import asked_type, holds_type
 from grounded_agent.citations import check_answer
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.schemas import Finding
+from grounded_agent.sentences import answer_units, split_sentences
 from grounded_agent.text import (
-    answer_units,
     asked_part,
     key_terms,
     match_credit,
     missing_names,
-    split_sentences,
     stem,
     term_weights,
     terms,

@@ -10,10 +10,10 @@ from typing import Protocol
 
 from langchain_core.embeddings import Embeddings
 
+from grounded_agent.sentences import split_sentences
 from grounded_agent.text import (
     content_stems,
     rarity,
-    split_sentences,
     stems_coverage,
     term_weights,
     terms,
