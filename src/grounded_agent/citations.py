@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from grounded_agent.instructions import looks_like_instruction
 from grounded_agent.quantities import figures_stated
 from grounded_agent.schemas import Citation, Finding
 from grounded_agent.sentences import (
@@ -34,7 +35,6 @@ from grounded_agent.sentences import (
 from grounded_agent.text import (
     data_lines,
     is_content,
-    looks_like_instruction,
     match_credit,
     stem,
     terms,

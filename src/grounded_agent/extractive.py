@@ -6,14 +6,10 @@ from collections.abc import Sequence
 
 from grounded_agent.answer_types import asked_type, holds_type
 from grounded_agent.citations import attach_markers
+from grounded_agent.instructions import looks_like_instruction
 from grounded_agent.schemas import Finding
 from grounded_agent.sentences import answer_units
-from grounded_agent.text import (
-    coverage,
-    idf_from,
-    key_terms,
-    looks_like_instruction,
-)
+from grounded_agent.text import idf_from, key_terms, weighted_coverage
 
 TYPE_BONUS = 0.3
 """Added to a sentence's coverage when it holds the kind of thing the question asks for."""
@@ -23,6 +19,7 @@ RANK_BONUS = 0.6
 """Added per place a passage's document stands higher in the sources' own order (which document
 answers best). Chunks of one document get no order among themselves: the sections of one page
 all score alike, and there the sentence that holds the answer decides."""
+
 
 def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: int = 2) -> str:
     """Offline answer: the sentences that best cover the question, each with its marker.
@@ -43,7 +40,7 @@ def extractive_draft(question: str, sources: Sequence[Finding], max_sentences: i
 
     def rank(sentence: str) -> float:
         bonus = TYPE_BONUS if wanted is not None and holds_type(wanted, sentence) else 0.0
-        return coverage(terms, sentence) + bonus
+        return weighted_coverage(terms, sentence) + bonus
 
     documents = list(dict.fromkeys(f.source_id for f in top))
     candidates = []

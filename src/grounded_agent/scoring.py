@@ -24,7 +24,7 @@ from grounded_agent.citations import MARKER
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.sentences import split_sentences
-from grounded_agent.text import coverage, key_terms, missing_names
+from grounded_agent.text import key_terms, missing_names, weighted_coverage
 
 # Cut-offs on key-term coverage of a passage (share of the question's weighted key terms).
 HIGH_COVERAGE = 0.5
@@ -46,8 +46,6 @@ class Signals:
     """The kind of answer the question asks for (None when its form does not say)."""
     type_found: bool = True
     """Some sentence of a top passage holds that kind of thing next to the question's terms."""
-
-
 
 
 FIGURE_KINDS: frozenset[AnswerType] = frozenset(
@@ -75,7 +73,7 @@ def _holds_asked(terms: dict[str, float], kind: AnswerType | None, passages: Seq
         return True
     for f in passages:
         for sentence in split_sentences(f.text):
-            if holds_type(kind, sentence) and coverage(terms, sentence) >= TYPE_SENTENCE_COVERAGE:
+            if holds_type(kind, sentence) and weighted_coverage(terms, sentence) >= TYPE_SENTENCE_COVERAGE:
                 return True
     return False
 
@@ -87,7 +85,7 @@ def signals(question: str, evidence: Sequence[Finding]) -> Signals:
         return Signals(0.0, 0.0, ())
     terms = key_terms(question)
     top = list(evidence)[:3]  # best answer first, as the sources ranked them
-    covs = [coverage(terms, _passage(f)) for f in top]
+    covs = [weighted_coverage(terms, _passage(f)) for f in top]
     joined = "\n".join(f"{f.title} {f.section or ''} {f.text}" for f in top)
     kind = asked_type(question)
     return Signals(

@@ -7,7 +7,7 @@ its reasons, `ingest --json` reports it); whether answers may draw on it is the 
 `include`). Reasons describe what was found and where; they never quote it.
 
 The test is the one the answer applies to every sentence it would show (`looks_like_instruction`
-in text.py), plus tags that would open or close a prompt element. It is lexical: a document that
+in instructions.py), plus tags that would open or close a prompt element. It is lexical: a document that
 gives orders in words no rule names passes, and the answer-time checks (display.py, the citation
 check) still stand behind it.
 """
@@ -21,9 +21,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from grounded_agent.citations import MARKER
+from grounded_agent.instructions import looks_like_instruction
 from grounded_agent.loaders.base import SourceDocument
 from grounded_agent.sentences import split_sentences
-from grounded_agent.text import looks_like_instruction
 
 PROMPT_TAG = re.compile(
     r"<\s*/?\s*(?:sources?|passages?|system|assistant|user|instructions?|prompt|claims?|"

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from grounded_agent.citations import split_claims
 from grounded_agent.extractive import READ_PASSAGES, extractive_draft
+from grounded_agent.instructions import looks_like_instruction
 from grounded_agent.judge import Judge
 from grounded_agent.schemas import Citation, Confidence, Finding
 from grounded_agent.sentences import answer_units
-from grounded_agent.text import looks_like_instruction
 
 
 @dataclass(frozen=True)
