@@ -68,7 +68,7 @@ from grounded_agent.citations import check_answer, quoted_in
 from grounded_agent.context import Context
 from grounded_agent.deps import default_chat_model
 from grounded_agent.schemas import Finding
-from grounded_agent.support_judge import Judged, judge_support
+from grounded_agent.support_judge import Judged, judge_support, words_stated
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "support_labelled.jsonl"
 SETS = ("tune", "heldout", "fresh")
@@ -187,7 +187,7 @@ async def _in_llm_mode(row: dict[str, Any], judge: Judge, words_rule: bool = Fal
     if judged.verdicts is None:
         return row, bool(checked.citations), f"not judged: {judged.why_not}"
     rechecked = check_answer(draft, [finding], judged=judged.verdicts,
-                             words_from="" if words_rule else None)
+                             also_holds=words_stated if words_rule else None)
     return row, bool(rechecked.citations), "judge"
 
 

@@ -1,7 +1,7 @@
 """What kind of thing a question asks for, and whether a sentence holds one.
 
-A passage can share every word of a question and still not answer it: "How long is a parking
-permit valid?" is not answered by "Parking permits are sold at every office." A question that
+A passage can share every word of a question and still not answer it: "How long is a bus ticket
+valid?" is not answered by "Bus tickets are sold at every kiosk." A question that
 asks for a number, a date, a duration, an amount, a phone number or a name is answered only by a
 sentence that has one. These checks carry over between knowledge bases because they look at the
 form of the answer, not at any corpus's words.
@@ -46,8 +46,8 @@ _QUESTION_FORMS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
         r"\bin which (city|country|state|region|place|town)\b", _Q)),
 )
 _TOPIC_WORDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
-    # Where the form does not say ("What's the fee for ...?", "Is there a charge ...?"), words
-    # that name a price do; "pay" does not ("Can customers pay by card?").
+    # Where the form does not say ("What is the museum's entry fee?"), words that name a price
+    # do; "pay" alone does not ("Can I pay online?" asks for a way, not an amount).
     ("price", re.compile(
         r"\b(cost|costs|price|prices|fee|fees|charge|charged|charges|fine|fines|rate|tariff|"
         r"reimburs\w*|allowance|refund\w*|deposit|budget)\b", _Q)),

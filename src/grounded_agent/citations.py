@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from grounded_agent.instructions import looks_like_instruction
@@ -34,8 +34,6 @@ from grounded_agent.sentences import (
 )
 from grounded_agent.text import (
     data_lines,
-    is_content,
-    match_credit,
     stem,
     terms,
     tokens,
@@ -310,7 +308,7 @@ def check_answer(
     sources: Sequence[Finding],
     judged: Mapping[str, bool] | None = None,
     *,
-    words_from: str | None = None,
+    also_holds: Callable[[str, Sequence[Finding]], bool] | None = None,
 ) -> Checked:
     """Keeps only sentences whose markers resolve to sources in state and whose text they support.
 
@@ -320,9 +318,9 @@ def check_answer(
     sentence; True keeps a paraphrase, but never in place of the rules kept in code (its markers
     must resolve, it must not read as an instruction, and every figure it writes in digits must
     stand in its cited passages). A paraphrase no judge read is removed and listed in `doubted`.
-    `words_from` (the question, where Context.judged_words_from_sources asks for it): a judged
-    sentence must also take every content word from that text or its cited passages
-    (`words_stated`), for judges too weak to trust with a word the sources never use.
+    `also_holds(sentence, cited passages)`: a further test for a judged sentence, for judges too
+    weak to trust alone (support_judge.words_stated, where Context.judged_words_from_sources
+    asks for it).
     """
     judged = judged or {}
     allowed_urls = {s.url for s in sources if s.url}
@@ -373,7 +371,7 @@ def check_answer(
         elif (
             verdict is True
             and _digits_stated(bare, cited_passages)
-            and (words_from is None or words_stated(bare, cited_passages, words_from))
+            and (also_holds is None or also_holds(bare, cited_passages))
         ):
             kept.append((_terminate(bare), valid))
         else:
@@ -417,27 +415,6 @@ def _digits_stated(sentence: str, passages: Sequence[Finding]) -> bool:
     return figures_stated(
         sentence, "\n".join(f"{p.title}\n{p.section or ''}\n{p.text}" for p in passages)
     )
-
-
-def new_words(sentence: str, passages: Sequence[Finding], given: str = "") -> list[str]:
-    """The sentence's content words (text.py's tokens, stop list and stems; figures in digits
-    are `_digits_stated`'s) that neither `given` (the question) nor the passages, their titles
-    and sections hold, not even as a near form (text.match_credit: "respond" for "response")."""
-    have = set(terms(given))
-    for p in passages:
-        have |= set(terms(f"{p.title}\n{p.section or ''}\n{p.text}"))
-    frozen = frozenset(have)
-    words = [t for t in tokens(URL.sub(" ", html.unescape(sentence)))
-             if is_content(t) and not t[0].isdigit()]
-    return [w for w in dict.fromkeys(words) if match_credit(stem(w), frozen) == 0.0]
-
-
-def words_stated(sentence: str, passages: Sequence[Finding], given: str = "") -> bool:
-    """Every content word of the sentence stands in the question or its cited passages: a
-    sentence that brings a word of its own ("malaria" where no source names it) says something
-    they do not, whatever a judge found. Strict on purpose: a synonym neither of them uses ("fee"
-    for "charge") fails it too, so it is for judges that cannot be trusted with paraphrase."""
-    return not new_words(sentence, passages, given)
 
 
 def attach_markers(sentence: str, marks: str) -> str:

@@ -9,18 +9,21 @@ the rules kept in code (citations.check_answer)."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from grounded_agent.citations import URL
 from grounded_agent.context import Context
 from grounded_agent.model_calls import BudgetExhausted
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_USER
 from grounded_agent.prompts.sources import render_claims, render_sources
 from grounded_agent.schemas import Finding, SupportJudgement
 from grounded_agent.structured import structured_call
+from grounded_agent.text import is_content, match_credit, stem, terms, tokens
 
 
 @dataclass(frozen=True)
@@ -65,3 +68,25 @@ async def judge_support(
         return Judged(None, "the judgement could not be read")
     supported = set(outcome.parsed.supported)
     return Judged({text: n in supported for n, (text, _) in enumerate(claims, 1)})
+
+
+def new_words(sentence: str, passages: Sequence[Finding], given: str = "") -> list[str]:
+    """The sentence's content words (text.py's tokens, stop list and stems; figures in digits
+    are for citations.check_answer) that neither `given` (the question) nor the passages, their
+    titles and sections hold, not even as a near form (text.match_credit: "respond" for
+    "response")."""
+    have = set(terms(given))
+    for p in passages:
+        have |= set(terms(f"{p.title}\n{p.section or ''}\n{p.text}"))
+    frozen = frozenset(have)
+    words = [t for t in tokens(URL.sub(" ", html.unescape(sentence)))
+             if is_content(t) and not t[0].isdigit()]
+    return [w for w in dict.fromkeys(words) if match_credit(stem(w), frozen) == 0.0]
+
+
+def words_stated(sentence: str, passages: Sequence[Finding], given: str = "") -> bool:
+    """Every content word of the sentence stands in the question or its cited passages: a
+    sentence that brings a word of its own ("malaria" where no source names it) says something
+    they do not, whatever a judge found. Strict on purpose: a synonym neither of them uses ("fee"
+    for "charge") fails it too, so it is for judges that cannot be trusted with paraphrase."""
+    return not new_words(sentence, passages, given)

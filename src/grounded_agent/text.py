@@ -33,11 +33,7 @@ def data_lines(name: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def _word_list(name: str) -> frozenset[str]:
-    return frozenset(data_lines(name))
-
-
-STOPWORDS = _word_list("stopwords.txt")
+STOPWORDS = frozenset(data_lines("stopwords.txt"))
 """The one stoplist (data/stopwords.txt, which states its source)."""
 
 QUESTION_LEADS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})

@@ -3,11 +3,13 @@ what not."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from langchain_core.messages import HumanMessage
 
-from grounded_agent.citations import check_answer, new_words
+from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
-from grounded_agent.support_judge import judge_support
+from grounded_agent.support_judge import judge_support, new_words, words_stated
 from tests.fakes import ScriptedChatModel, finding, text, tool_call
 
 PASSAGE = finding(
@@ -89,15 +91,16 @@ def test_a_quote_is_kept_by_code_alone() -> None:
 
 
 def test_the_words_rule_holds_a_confirmed_sentence_to_the_question_and_its_passages() -> None:
-    """`words_from`: a confirmed sentence with a content word neither the question nor its cited
+    """The words rule (`also_holds=words_stated`): a confirmed sentence with a content word neither the question nor its cited
     passages use is removed; one in their words (the question's "video games", the passage's
-    "borrowed", "days") is kept; without `words_from` the judgement alone decides."""
+    "borrowed", "days") is kept; without it the judgement alone decides."""
     invented = "Books can be borrowed for 21 days, and renewed online twice."
     restated = "Video games can be borrowed for 7 days."
     draft = f"{invented[:-1]} [1]. {restated[:-1]} [1]."
     verdicts = {invented: True, restated: True}
     question = "How long can I keep books and video games?"
-    ruled = check_answer(draft, [PASSAGE], judged=verdicts, words_from=question)
+    ruled = check_answer(draft, [PASSAGE], judged=verdicts,
+                         also_holds=partial(words_stated, given=question))
     assert ruled.unsupported == [invented]
     assert ruled.text == "Video games can be borrowed for 7 days [1]."
     alone = check_answer(draft, [PASSAGE], judged=verdicts)

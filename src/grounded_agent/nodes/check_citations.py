@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -19,7 +20,7 @@ from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.schemas import Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
-from grounded_agent.support_judge import judge_support
+from grounded_agent.support_judge import judge_support, words_stated
 
 log = logging.getLogger(__name__)
 
@@ -134,14 +135,16 @@ async def _judge(
                      f"removed: {judged.why_not}")
         return Judgement(checked, usage, warnings, [entry])
     kept = sum(judged.verdicts.values())
-    words_from = str(state["question"]) if ctx.judged_words_from_sources else None
-    after = check_answer(draft, evidence, judged=judged.verdicts, words_from=words_from)
+    question = str(state["question"])
+    words_rule = ctx.judged_words_from_sources
+    after = check_answer(draft, evidence, judged=judged.verdicts,
+                         also_holds=partial(words_stated, given=question) if words_rule else None)
     entry = step(state, "check_citations", "support_judged",
                  f"the model found {kept} of {len(claims)} sentence(s) that quote no source word "
                  "for word stated in their sources"
                  + (f"; {_still_removed(judged.verdicts, after)} of those removed by the rules "
                     "kept in code (a figure, or a word neither the question nor their sources "
-                    "use)" if words_from is not None else ""))
+                    "use)" if words_rule else ""))
     return Judgement(after, usage, [], [entry])
 
 
