@@ -7,13 +7,8 @@ from collections.abc import Collection
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from grounded_agent.store.relevance import (
-    CalibratedRelevance,
-    calibrated,
-    coverage,
-    idf_weight,
-    terms,
-)
+from grounded_agent.store.relevance import CalibratedRelevance, calibrated, terms
+from grounded_agent.text import rarity, weighted_coverage
 from grounded_agent.tools.base import RelevanceScorer
 
 
@@ -24,26 +19,26 @@ def test_terms_drop_stopwords_and_stem() -> None:
 
 
 def test_unknown_terms_weigh_most() -> None:
-    assert idf_weight(0, 30, "zyxplan") > idf_weight(1, 30, "plan") > idf_weight(20, 30, "plan")
-    assert idf_weight(20, 30, "plan") >= 0.0
+    assert rarity("zyxplan", 0, 30) > rarity("plan", 1, 30) > rarity("plan", 20, 30)
+    assert rarity("plan", 20, 30) >= 0.0
     # an unknown name weighs about the same in a small and a large knowledge base
-    assert abs(idf_weight(0, 30, "zyxplan") - idf_weight(0, 1204, "zyxplan")) < 3.0
+    assert abs(rarity("zyxplan", 0, 30) - rarity("zyxplan", 0, 1204)) < 3.0
 
 
 def test_a_domain_word_keeps_weight_in_a_one_domain_kb() -> None:
     # "water" is in 15 of 22 chunks of a water utility's KB: it still weighs something, and a
     # general word everyone uses weighs less than a specific one in the same situation
-    assert idf_weight(15, 22, "water") > 0.5
-    assert idf_weight(0, 22, "the") < idf_weight(0, 22, "hardness")
+    assert rarity("water", 15, 22) > 0.5
+    assert rarity("the", 0, 22) < rarity("hardness", 0, 22)
 
 
 def test_coverage_weights_rare_terms() -> None:
     weights = {"contoso": 7.0, "contract": 1.0, "fee": 1.0}
-    assert coverage(
-        weights, "The Northwind contract fee is 61,200 euros.", weights
+    assert weighted_coverage(
+        weights, "The Northwind contract fee is 61,200 euros."
     ) == pytest.approx(2 / 9)
-    assert coverage(weights, "Contoso pays a fee under its contract.", weights) == 1.0
-    assert coverage({}, "anything", {}) == 0.0
+    assert weighted_coverage(weights, "Contoso pays a fee under its contract.") == 1.0
+    assert weighted_coverage({}, "anything") == 0.0
 
 
 def test_score_is_monotone_and_on_the_graph_scale() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from langchain_core.embeddings import Embeddings
@@ -13,7 +13,6 @@ from langchain_core.embeddings import Embeddings
 from grounded_agent.sentences import split_sentences
 from grounded_agent.text import (
     content_stems,
-    rarity,
     stems_coverage,
     term_weights,
     terms,
@@ -21,21 +20,6 @@ from grounded_agent.text import (
 )
 
 log = logging.getLogger(__name__)
-
-UNKNOWN_TERM_N_FLOOR = 0
-"""Kept for callers of the old API; rarity now comes from `grounded_agent.text.rarity`."""
-
-
-def idf_weight(df: int, n_docs: int, word: str = "") -> float:
-    """Rarity of a term in a knowledge base of `n_docs` chunks, `df` of which hold it."""
-    return rarity(word, df, n_docs)
-
-
-def coverage(query_terms: Iterable[str], passage: str, weights: Mapping[str, float]) -> float:
-    """Share of the query's rarity weight whose terms occur in the passage, in [0, 1]."""
-    uniq = set(query_terms)
-    return weighted_coverage({t: weights.get(t, 0.0) for t in uniq}, passage)
-
 
 # --- Calibration --------------------------------------------------------------------------------
 # Fitted by benchmarks/calibrate_relevance.py (see CalibratedRelevance for the data and split).
