@@ -73,7 +73,8 @@ def _holds_asked(terms: dict[str, float], kind: AnswerType | None, passages: Seq
         return True
     for f in passages:
         for sentence in split_sentences(f.text):
-            if holds_type(kind, sentence) and weighted_coverage(terms, sentence) >= TYPE_SENTENCE_COVERAGE:
+            covered = weighted_coverage(terms, sentence) >= TYPE_SENTENCE_COVERAGE
+            if covered and holds_type(kind, sentence):
                 return True
     return False
 

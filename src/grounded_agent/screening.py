@@ -7,9 +7,9 @@ its reasons, `ingest --json` reports it); whether answers may draw on it is the 
 `include`). Reasons describe what was found and where; they never quote it.
 
 The test is the one the answer applies to every sentence it would show (`looks_like_instruction`
-in instructions.py), plus tags that would open or close a prompt element. It is lexical: a document that
-gives orders in words no rule names passes, and the answer-time checks (display.py, the citation
-check) still stand behind it.
+in instructions.py), plus tags that would open or close a prompt element. It is lexical: a
+document that gives orders in words no rule names passes, and the answer-time checks (display.py,
+the citation check) still stand behind it.
 """
 
 from __future__ import annotations

@@ -135,16 +135,15 @@ async def _judge(
                      f"removed: {judged.why_not}")
         return Judgement(checked, usage, warnings, [entry])
     kept = sum(judged.verdicts.values())
-    question = str(state["question"])
-    words_rule = ctx.judged_words_from_sources
-    after = check_answer(draft, evidence, judged=judged.verdicts,
-                         also_holds=partial(words_stated, given=question) if words_rule else None)
+    words_rule = (partial(words_stated, given=str(state["question"]))
+                  if ctx.judged_words_from_sources else None)
+    after = check_answer(draft, evidence, judged=judged.verdicts, also_holds=words_rule)
     entry = step(state, "check_citations", "support_judged",
                  f"the model found {kept} of {len(claims)} sentence(s) that quote no source word "
                  "for word stated in their sources"
                  + (f"; {_still_removed(judged.verdicts, after)} of those removed by the rules "
                     "kept in code (a figure, or a word neither the question nor their sources "
-                    "use)" if words_rule else ""))
+                    "use)" if words_rule is not None else ""))
     return Judgement(after, usage, [], [entry])
 
 

@@ -28,7 +28,6 @@ FALLBACK = Fallback(
 )
 
 
-
 def local_rewrite(question: str, tried: list[str]) -> str:
     """Keyword form of the question: the content words, without question words and filler."""
     words = [t for t in tokens(question) if t not in STOPWORDS and t not in QUESTION_LEADS]
