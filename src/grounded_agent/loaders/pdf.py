@@ -43,6 +43,8 @@ _SENTENCE_END = re.compile(r"[.!?:;…)\]\"”’]$")
 _WORDISH = re.compile(r"[^\W\d_]")
 _DOT_LEADER = re.compile(r"(\.\s?){4,}\s*\d*\s*$")
 _BULLET = re.compile(r"^([•◦▪‣○●■□–\-*]|\(?\d{1,2}[.)]|\(?[a-z][.)])\s")
+"""A layout line that opens a list item (PDF glyphs such as ◦ ■ □ too) keeps its own line.
+Not sentences.BULLET, whose marks differ ("+", indented items, "100.")."""
 
 
 @dataclass
