@@ -62,8 +62,7 @@ _CARDINALS = "|".join([*NUMBER_WORDS, "billion", "half", "single", "double"])
 _TIME = "|".join(u for u in TIME_UNITS if len(u) > 2)
 """Units of time, from the one unit table (data/quantities.txt)."""
 _NUMBER_WORD = re.compile(rf"\b({_CARDINALS}|first|second|third|fourth|fifth)\b", _Q)
-"""Any word that writes a number, ordinals too: whether a sentence has one (quantities._NUMBER_WORD
-reads a cardinal's value, "twenty-five")."""
+"""Whether a sentence writes a number in words, ordinals too (quantities._NUMBER_WORD reads values)."""
 _CARDINAL_WORD = re.compile(rf"\b({_CARDINALS})\b", _Q)
 _MONTH_DAY = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
@@ -78,8 +77,7 @@ _MONEY = re.compile(
     r"(€|\$|£|¥|\b(eur|euro|euros|usd|dollars?|pounds?|cents?|gbp|chf|yen)\b|\bfree\b|"
     r"\bno (charge|fee|cost)\b|\bfree of charge\b)", _Q)
 _NUMBER = rf"(\d+([.,]\d+)?|{_CARDINALS})"
-"""A figure in a time phrase, in digits or words (quantities._NUMBER, a figure to read, is digits
-only, with any number of separators)."""
+"""A figure in a time phrase, digits or words (quantities._NUMBER reads digits, any separators)."""
 _NOT_PRICE = re.compile(
     r"\b\d{1,2}:\d{2}\b|"  # a time of day
     rf"\b{_NUMBER}(\s*-\s*|\s+to\s+|\s+)({_NUMBER}\s+)?(working\s+|calendar\s+)?"
