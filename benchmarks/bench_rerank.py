@@ -11,6 +11,11 @@ for every rule, so the ceiling of any re-order), and the judge's added time per 
     python benchmarks/bench_rerank.py --judge-split tune --seeds 0 1 2
     python benchmarks/bench_rerank.py --judge-split test --variants retrieval rel+1.0*judge
     python benchmarks/bench_rerank.py --kb-dir benchmarks/kbs/northwind_it ...
+    python benchmarks/bench_rerank.py --reranker DIR ...   # a passage re-ranker instead
+
+With `--reranker DIR` (a model scripts/train_reranker.py wrote) every variant reads the passage
+model's score in place of the judge's best sentence: each passage read whole, the scores
+normalised over the retrieved passages (softmax of the logits), so "judge" names that model.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
 import sys
@@ -111,7 +117,7 @@ VARIANTS: dict[str, Order] = {
     "judge-top3": judge_among(3),
     "judge-top2": judge_among(2),
     **{f"rel+{w}*judge": blend(w) for w in (0.25, 0.5, 1.0, 2.0)},
-    **{f"switch>{m}": switch_if(m) for m in (0.1, 0.3)},
+    **{f"switch>{m}": switch_if(m) for m in (0.0, 0.1, 0.3, 0.5)},
 }
 """Fixed before any result was seen; the best on the tune split is reported once on test."""
 
@@ -149,6 +155,18 @@ def share(rows: Sequence[Scored], order: Order, hit: Callable[[int | None], bool
     return 100.0 * n / len(rows)
 
 
+def passage_scores(reranker: Judge, question: str,
+                   found: Sequence[Finding]) -> tuple[list[float], int]:
+    """The passage model's share of each retrieved passage (softmax over them)."""
+    if not found:
+        return [], 0
+    probs = reranker.score(question, [(f.title, f.text) for f in found])
+    logits = [math.log(max(p, 1e-9) / max(1 - p, 1e-9)) for p in probs]
+    top = max(logits)
+    exp = [math.exp(v - top) for v in logits]
+    return [e / sum(exp) for e in exp], len(found)
+
+
 def judge_best(judge: Judge, question: str, found: Sequence[Finding]) -> tuple[list[float], int]:
     """Each passage's best candidate sentence probability (0 where it has none), and the pairs
     scored; the candidates are judge.reading's, one passage at a time."""
@@ -163,7 +181,8 @@ def judge_best(judge: Judge, question: str, found: Sequence[Finding]) -> tuple[l
 
 
 async def ascore_set(
-    eval_set: EvalSet, groups: dict[str, list[EvalQuestion]], judge: Judge, top_k: int
+    eval_set: EvalSet, groups: dict[str, list[EvalQuestion]], judge: Judge, top_k: int,
+    passages: bool = False,
 ) -> dict[str, Tally]:
     """Ingest (idempotent: the cached table is reused), then one search and one reading per
     question, in sequence."""
@@ -179,7 +198,7 @@ async def ascore_set(
             for i, q in enumerate(qs, 1):
                 found = await store.asearch(q.question, k=top_k)
                 t0 = time.perf_counter()
-                best, pairs = judge_best(judge, q.question, found)
+                best, pairs = (passage_scores if passages else judge_best)(judge, q.question, found)
                 ms = (time.perf_counter() - t0) * 1000
                 tally.rows.append(Scored(q, found, best, ms, pairs, eval_set.name))
                 if i % 100 == 0:
@@ -258,18 +277,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kb-dir", type=Path, action="append", default=None,
                         help="project KBs instead of SQuAD (grouped by evals.splits.kb_half)")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--reranker", type=Path, default=None,
+                        help="a passage re-ranker's folder, read in place of the judge")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     ctx = Context(sources=["knowledge_base"])  # the evaluation's Context: its top_k
-    judge = load_judge()
+    judge = Judge.from_dir(args.reranker) if args.reranker else load_judge()
+    passages = args.reranker is not None
     if args.kb_dir:
         per_half: dict[str, Tally] = {"tune": Tally(), "test": Tally()}
         for d in args.kb_dir:
             kb = load_kb_dir(d)
             answerable = [q for q in kb.questions if q.kind == "answerable"]
             groups = {h: [q for q in answerable if kb_half(q.id) == h] for h in per_half}
-            for h, t in asyncio.run(ascore_set(kb, groups, judge, ctx.top_k)).items():
+            for h, t in asyncio.run(ascore_set(kb, groups, judge, ctx.top_k, passages)).items():
                 per_half[h].rows.extend(t.rows)
         text, data = "", {}
         for h, t in per_half.items():
@@ -282,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         pool = select(squad.questions, args.judge_split)
         groups = {f"seed {s}": stratified_sample(pool, args.sample, s, kinds=("answerable",))
                   for s in args.seeds}
-        tallies = asyncio.run(ascore_set(squad, groups, judge, ctx.top_k))
+        tallies = asyncio.run(ascore_set(squad, groups, judge, ctx.top_k, passages))
         text, data = render(f"SQuAD, judge split {args.judge_split!r}, {args.sample} answerable "
                             f"per seed, top_k {ctx.top_k}", tallies, args.variants)
     print(json.dumps(data, indent=2) if args.json else text)
