@@ -220,22 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         }
 
     model = build_model(base, args.frozen_layers)
-    head_params = list(model.head.parameters())
-    encoder_params = [p for p in model.encoder.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(
-        [{"params": encoder_params, "lr": args.lr}, {"params": head_params, "lr": args.lr * 10}],
-        weight_decay=0.01,
-    )
-    total = args.steps
-    warmup = max(1, total // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.05, 1 - s / total)
-    )
+    optimizer, schedule = make_optimizer(model, args.lr, args.steps)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     model.train()
     step, seen, losses = 0, 0, []
     deadline = started + args.minutes * 60
-    while step < total and time.monotonic() < deadline:
+    while step < args.steps and time.monotonic() < deadline:
         batch = train_pairs[seen % len(train_pairs) : seen % len(train_pairs) + args.batch]
         if len(batch) < args.batch:
             rng.shuffle(train_pairs)
@@ -244,20 +234,14 @@ def main(argv: list[str] | None = None) -> int:
         seen += args.batch
         inputs = encode(batch)
         labels = torch.tensor([p.label for p in batch])
-        loss = loss_fn(model(**inputs), labels)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        losses.append(float(loss.detach()))
+        losses.append(train_step(model, optimizer, schedule, loss_fn(model(**inputs), labels)))
         step += 1
         if step % 50 == 0 or step == 1:
             elapsed = time.monotonic() - started
             check = ""
             if step % 150 == 0:
                 check = f" tune pair AUC {pair_auc(model, encode, check_pairs):.3f}"
-            print(f"step {step}/{total} loss {np.mean(losses[-50:]):.4f}{check} "
+            print(f"step {step}/{args.steps} loss {np.mean(losses[-50:]):.4f}{check} "
                   f"({elapsed / 60:.1f} min)", flush=True)
     train_seconds = time.monotonic() - started
     model.eval()
@@ -308,6 +292,35 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model {onnx_path} ({manifest['onnx_bytes'] / 1e6:.1f} MB) "
           f"sha256 {manifest['onnx_sha256']}; total {(time.monotonic() - started) / 60:.1f} min")
     return 0
+
+
+def make_optimizer(model: Any, lr: float, steps: int) -> tuple[Any, Any]:
+    """AdamW, the fresh head at ten times the encoder's rate; warm-up over the first 5% of the
+    steps, then a linear decay to 5% (shared by the judge and the passage re-ranker)."""
+    import torch
+
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for p in model.encoder.parameters() if p.requires_grad], "lr": lr},
+         {"params": list(model.head.parameters()), "lr": lr * 10}],
+        weight_decay=0.01,
+    )
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.05, 1 - s / steps)
+    )
+    return optimizer, schedule
+
+
+def train_step(model: Any, optimizer: Any, schedule: Any, loss: Any) -> float:
+    """One update with the gradient clipped at norm 1; the loss as a float."""
+    import torch
+
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    return float(loss.detach())
 
 
 def pair_auc(model: Any, encode: Any, pairs: list[Pair]) -> float:

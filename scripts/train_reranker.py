@@ -36,9 +36,11 @@ from train_judge import (
     Pair,
     build_model,
     export_int8,
+    make_optimizer,
     read_jsonl,
     sha256,
     split_articles,
+    train_step,
 )
 
 
@@ -165,12 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     model = build_model(base, args.frozen_layers)
     if args.init is not None:
         model.load_state_dict(torch.load(args.init))
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for p in model.encoder.parameters() if p.requires_grad], "lr": args.lr},
-         {"params": list(model.head.parameters()), "lr": args.lr * 10}], weight_decay=0.01)
-    warmup = max(1, args.steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.05, 1 - s / args.steps))
+    optimizer, schedule = make_optimizer(model, args.lr, args.steps)
     train = list(by_split["train"])
     rng.shuffle(train)
     step, seen, losses = 0, 0, []
@@ -183,15 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         batch = train[seen : seen + args.questions]
         seen += args.questions
         groups = [group(qi, args.negatives, args.pool) for qi in batch]
-        pairs = [(questions[qi]["question"], passage(rows[i])) for qi, g in zip(batch, groups, strict=False) for i in g]
+        pairs = [(questions[qi]["question"], passage(rows[i])) for qi, g in zip(batch, groups, strict=True) for i in g]
         logits = model(**encode(pairs)).view(len(batch), -1)
         loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        losses.append(float(loss.detach()))
+        losses.append(train_step(model, optimizer, schedule, loss))
         step += 1
         if step % 25 == 0 or step == 1:
             print(f"step {step}/{args.steps} loss {np.mean(losses[-25:]):.4f} "
