@@ -266,11 +266,13 @@ class Context:
         default_factory=lambda: _env_flag("GROUNDED_AGENT_JUDGE_MODEL_ANSWERS"),
         metadata={
             "description": "LLM mode, for small local models that rate weak evidence MEDIUM and "
-            "quote what does not answer: the model's answer must pass the trained judge as an "
-            "offline answer does (judge_veto, judge_margin), else the offline answer stands in "
-            "(its extract, or none where offline the evidence answers nothing). It also "
-            "withdraws right answers a capable model finds (README, A local model); off (the "
-            "default), the model's answer stands (GROUNDED_AGENT_JUDGE_MODEL_ANSWERS=1)."
+            "quote what does not answer: the offline verdict decides whether there is an answer "
+            "(the model judges no level), and the model's answer must pass the trained judge as "
+            "an offline answer does (judge_veto, judge_margin) and be rated no lower than the "
+            "offline answer, else the offline extract stands in. A model that says the sources "
+            "do not answer still abstains. It also withholds right answers a capable model finds "
+            "(README, A local model); off (the default), the model judges and its answer stands "
+            "(GROUNDED_AGENT_JUDGE_MODEL_ANSWERS=1)."
         },
     )
     check_support_system_prompt: str = field(

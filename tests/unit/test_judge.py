@@ -15,7 +15,7 @@ from evals.splits import article_of, select
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
 from grounded_agent.judge import MODEL_DIR, Judge, JudgeError, load_judge
-from grounded_agent.judge.reading import Reading, judge_veto, read
+from grounded_agent.judge.reading import Reading, below_offline, judge_veto, read
 from grounded_agent.schemas import Confidence
 from tests.fakes import (
     ScriptedChatModel,
@@ -127,6 +127,17 @@ def test_an_answer_the_judge_rates_clearly_below_another_sentence_is_withdrawn()
     assert judge_veto(QUESTION, [LOANS_AND_CAFE], HIGH, DISAGREE, 0.0, 0.6) is HIGH
     assert judge_veto(QUESTION, [LOANS_AND_CAFE], HIGH, DISAGREE, 0.0, 1.0) is HIGH
     assert judge_veto(QUESTION, [LOANS], HIGH, load_judge(), 0.0, 0.0) is HIGH
+
+
+def test_a_model_answer_the_judge_rates_below_the_offline_one_gives_way() -> None:
+    """Context.judge_model_answers: the offline answer quotes ANSWER (0.4); a model quoting the
+    list (0.2) words a worse answer by the judge that lets both stand."""
+    why = below_offline(QUESTION, [LOANS_AND_CAFE], DISAGREE, [("Borrowing", LIST)])
+    assert why is not None and "0.40 vs 0.20" in why
+    # negative controls: the offline answer's own sentence, or one rated higher, stands
+    assert below_offline(QUESTION, [LOANS_AND_CAFE], DISAGREE, [("Borrowing", ANSWER)]) is None
+    assert below_offline(QUESTION, [LOANS_AND_CAFE], DISAGREE,
+                         [("Borrowing", LIST), ("Borrowing", OTHER)]) is None
 
 
 def test_the_margin_is_validated() -> None:

@@ -1,7 +1,8 @@
-"""Context.judge_model_answers: a model's answer must pass the trained judge as an offline
-answer does (a small model rates MEDIUM and quotes a sentence of the right document that does not
-answer). Where offline the same evidence answers nothing there is then no answer; where it
-answers, its extract stands in."""
+"""Context.judge_model_answers: a small model judges no level (offline's verdict decides whether
+there is an answer), and its answer must pass the trained judge as an offline answer does and be
+rated no lower than the offline one, else the offline extract stands in. A small model rates weak
+evidence MEDIUM and quotes sentences of the right document that do not answer (README, A local
+model)."""
 
 from __future__ import annotations
 
@@ -11,88 +12,109 @@ import pytest
 
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
+from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.schemas import Finding
-from tests.fakes import ScriptedChatModel, ScriptedSource, finding, found, judged, tool_call
+from tests.fakes import (
+    ScriptedChatModel,
+    ScriptedSource,
+    finding,
+    found,
+    judged,
+    text,
+    tool_call,
+)
 
 PRICE = "The Pro plan costs 49 EUR per user per month."
 SUPPORT = "It includes priority support."
 PRO = finding(source_id="pro", title="Pro plan", score=0.7, text=f"{PRICE} {SUPPORT}")
-# at 0.7 the local signals leave the level to the model, and offline the evidence is too weak to
-# answer (NOT_RELEVANT): whatever answer comes, the model's judgement opened it
+# at 0.7 the local signals leave the level to a model, and offline the evidence is too weak to
+# answer (NOT_RELEVANT)
 QUESTION = "What does the Pro plan cost?"
+# at 0.8 for this question the level is left to a model too, but offline the evidence answers
+ANSWERED_OFFLINE = "What is the price of Pro for each person on the team?"
 CTX = Context(sources=["knowledge_base"], choose_one_source=True, judge_model_answers=True)
+JUDGING = Context(sources=["knowledge_base"], choose_one_source=True)
 
 
-async def _ask(answer: str, ctx: Context = CTX, passage: Finding = PRO, question: str = QUESTION,
-               offline_status: str = "not_found") -> Any:
-    model = ScriptedChatModel(responses=[
-        tool_call("knowledge_base", {"query": "Pro plan price"}),
-        judged("MEDIUM", True, answer),
-    ])
+async def _ask(replies: list[Any], ctx: Context = CTX, passage: Finding = PRO,
+               question: str = QUESTION, offline_status: str = "not_found",
+               ) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(responses=[tool_call("knowledge_base", {"query": "Pro plan price"}),
+                                         *replies])
     kb = ScriptedSource("knowledge_base", [found("knowledge_base", passage)])
     graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
     offline = await aask(question, graph=build_graph(chat_model=None,
                                                       tools={"knowledge_base": kb.tool()}),
                          context=ctx)
     assert offline.status == offline_status  # the premise: what offline makes of it
-    return await aask(question, graph=graph, context=ctx)
+    return await aask(question, graph=graph, context=ctx), model
 
 
-async def test_a_model_answer_quoting_what_does_not_answer_is_withdrawn() -> None:
-    result = await _ask(f"{SUPPORT} [1]")
+def _system(model: ScriptedChatModel, call: int) -> str:
+    return str(model.received[call][0].content)
+
+
+async def test_where_offline_answers_nothing_the_model_is_not_asked() -> None:
+    result, model = await _ask([])
+    assert len(model.received) == 1
     assert result.status == "not_found" and result.citations == []
     assert [p.source_id for p in result.closest] == ["pro"]  # where to look instead
-    assert any(t.decision == "model_answer_vetoed" for t in result.trail)
-    assert result.usage.llm_calls == 2  # the judge costs no model call
+    assert result.usage.llm_calls == 1  # the search only: no draft, no judgement
 
 
-async def test_a_model_answer_quoting_what_answers_stands() -> None:
-    result = await _ask(f"{PRICE} [1]")
-    assert result.status in ("answered", "answered_with_caveat")
-    assert "49 EUR" in result.answer and [c.source_id for c in result.citations] == ["pro"]
-    assert not any(t.decision == "model_answer_vetoed" for t in result.trail)
-
-
-@pytest.mark.parametrize("off", [
-    {"judge_model_answers": False},  # the default: the model's judgement decides
-    {"judge_model_answers": True, "judge_veto": 0.0, "judge_margin": 1.0},  # both cut-offs off
-])
-async def test_negative_control_without_the_judge_the_model_answer_stands(
-    off: dict[str, Any],
-) -> None:
-    """The withdrawal above is the judge's doing: without it, the same answer the model opened
-    reaches the user."""
-    result = await _ask(f"{SUPPORT} [1]", Context(sources=["knowledge_base"],
-                                                  choose_one_source=True, **off))
+async def test_negative_control_a_judging_model_opens_that_answer() -> None:
+    """Without the setting the model judges the level, and its MEDIUM opens an answer offline
+    abstains from: the case the setting is for."""
+    result, model = await _ask([judged("MEDIUM", True, f"{SUPPORT} [1]")], JUDGING)
     assert result.status in ("answered", "answered_with_caveat")
     assert "priority support" in result.answer
+    assert _system(model, 1).startswith(JUDGED_ANSWER_SYSTEM[:40])
 
 
-async def test_passages_in_another_language_are_not_judged() -> None:
-    """The judge was trained on English text; it does not rule on a German passage."""
-    german = finding(source_id="pro", title="Pro-Tarif", score=0.7, language="de",
-                     text="Der Pro-Tarif kostet 49 EUR pro Nutzer und Monat. "
-                     "Er umfasst bevorzugten Support.")
-    result = await _ask("Er umfasst bevorzugten Support [1].", CTX, german)
-    assert not any(t.decision == "model_answer_vetoed" for t in result.trail)
-
-
-# at 0.8 for this question the level is left to the model too, but offline the evidence answers
-ANSWERED_OFFLINE = "What is the price of Pro for each person on the team?"
+async def test_where_offline_answers_the_model_only_writes_the_answer() -> None:
+    result, model = await _ask([text(f"{PRICE} [1]")], passage=PRO.model_copy(
+        update={"score": 0.8}), question=ANSWERED_OFFLINE, offline_status="answered")
+    assert result.status in ("answered", "answered_with_caveat")
+    assert "49 EUR" in result.answer and [c.source_id for c in result.citations] == ["pro"]
+    assert _system(model, 1).startswith(ANSWER_SYSTEM[:40])  # the plain draft, no level asked
+    assert not any(t.decision.startswith("model_answer_") for t in result.trail)
+    assert result.usage.llm_calls == 2
 
 
 @pytest.mark.parametrize("on", [True, False])
 async def test_where_offline_answers_its_extract_stands_in_for_a_withdrawn_answer(on: bool) -> None:
     """The model quotes the sentence beside the answer; the offline extract quotes the answer.
     Negative control: with the setting off the model's quote stands."""
-    ctx = Context(sources=["knowledge_base"], choose_one_source=True, judge_model_answers=on)
-    result = await _ask(f"{SUPPORT} [1]", ctx, PRO.model_copy(update={"score": 0.8}),
-                        ANSWERED_OFFLINE, offline_status="answered")
+    reply = text(f"{SUPPORT} [1]") if on else judged("MEDIUM", True, f"{SUPPORT} [1]")
+    ctx = CTX if on else JUDGING
+    result, _ = await _ask([reply], ctx, PRO.model_copy(update={"score": 0.8}),
+                           ANSWERED_OFFLINE, offline_status="answered")
     assert result.status in ("answered", "answered_with_caveat")
-    vetoed = [t for t in result.trail if t.decision == "model_answer_vetoed"]
+    withdrawn = [t for t in result.trail if t.decision.startswith("model_answer_")]
     if on:
-        assert "49 EUR" in result.answer and vetoed
-        assert "extracted from the sources" in vetoed[0].detail
+        assert "49 EUR" in result.answer and withdrawn
+        assert "extracted from the sources" in withdrawn[0].detail
     else:
         assert "priority support" in result.answer and "49 EUR" not in result.answer
-        assert not vetoed
+        assert not withdrawn
+
+
+async def test_a_model_that_says_the_sources_do_not_answer_still_abstains() -> None:
+    result, _ = await _ask([text("The sources do not contain the answer.")],
+                           passage=PRO.model_copy(update={"score": 0.8}),
+                           question=ANSWERED_OFFLINE, offline_status="answered")
+    assert result.status == "not_found" and "49 EUR" not in result.answer
+
+
+async def test_passages_in_another_language_are_not_judged() -> None:
+    """The judge was trained on English text; it does not rule on a German passage."""
+    german = finding(source_id="pro", title="Pro-Tarif", score=0.8, language="de",
+                     text="Der Pro-Tarif kostet 49 EUR pro Nutzer und Monat. "
+                     "Er umfasst bevorzugten Support.")
+    kb = ScriptedSource("knowledge_base", [found("knowledge_base", german)])
+    model = ScriptedChatModel(responses=[tool_call("knowledge_base", {"query": "Pro-Tarif"}),
+                                         text("Er umfasst bevorzugten Support [1].")])
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    result = await aask("Was kostet der Pro-Tarif pro Nutzer?", graph=graph, context=CTX)
+    assert "bevorzugten Support" in result.answer and result.usage.llm_calls == 2
+    assert not any(t.decision.startswith("model_answer_") for t in result.trail)

@@ -57,18 +57,37 @@ def read(question: str, evidence: Sequence[Finding], judge: Judge,
          quoted: Sequence[tuple[str, str]] | None = None) -> Reading:
     """The judge's reading of the sentences an answer quotes (the offline answer's when None)
     against every sentence the rules could have quoted."""
+    said = quoted_sentences(question, evidence) if quoted is None else quoted
+    (reading,) = _readings(question, evidence, judge, [said])
+    return reading
+
+
+def _readings(question: str, evidence: Sequence[Finding], judge: Judge,
+              answers: Sequence[Sequence[tuple[str, str]]]) -> list[Reading]:
+    """One reading per answer's quoted sentences, the candidates scored once for all."""
     candidates = candidate_sentences(evidence)
     # a claim comes back from the parser with its spacing changed ("days ." for "days."): the
     # candidate it was quoted from is scored, so one sentence never gets two scores
     as_written = {(title, "".join(s.split())): (title, s) for title, s in candidates}
-    said = quoted_sentences(question, evidence) if quoted is None else quoted
-    chosen = [as_written.get((title, "".join(s.split())), (title, s)) for title, s in said]
-    pairs = list(dict.fromkeys([*chosen, *candidates]))
+    chosen = [[as_written.get((title, "".join(s.split())), (title, s)) for title, s in said]
+              for said in answers]
+    pairs = list(dict.fromkeys([*(p for c in chosen for p in c), *candidates]))
     scores = dict(zip(pairs, judge.score(question, pairs), strict=True))
-    return Reading(
-        quoted=max((scores[p] for p in chosen), default=0.0),
-        best=max(scores.values(), default=0.0),
-    )
+    best = max(scores.values(), default=0.0)
+    return [Reading(quoted=max((scores[p] for p in c), default=0.0), best=best) for c in chosen]
+
+
+def below_offline(question: str, evidence: Sequence[Finding], judge: Judge,
+                  quoted: Sequence[tuple[str, str]]) -> str | None:
+    """Why a model's answer (`quoted`) gives way to the offline answer for the same evidence: the
+    judge rates the offline answer's sentences above the model's. None where it does not: an
+    answer the model words no worse than the offline one, by the judge that lets both stand."""
+    mine, offline = _readings(question, evidence, judge,
+                              [quoted, quoted_sentences(question, evidence)])
+    if mine.quoted >= offline.quoted:
+        return None
+    return (f"the trained judge rates the sentences the offline answer quotes above the model's "
+            f"({offline.quoted:.2f} vs {mine.quoted:.2f})")
 
 
 def judge_veto(

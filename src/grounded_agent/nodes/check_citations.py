@@ -14,7 +14,7 @@ from grounded_agent.citations import Checked, check_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
-from grounded_agent.judge.reading import doubt, model_sentences
+from grounded_agent.judge.reading import below_offline, doubt, model_sentences
 from grounded_agent.languages import code_of
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, nonempty, step
@@ -101,7 +101,8 @@ def _cannot_stand(
     state: AgentState, ctx: Context, deps: Deps, checked: Checked, evidence: list[Finding]
 ) -> tuple[str, str] | None:
     """(decision, why) where the model's checked draft cannot stand: no sentence kept a valid
-    citation, or (Context.judge_model_answers) the trained judge does not let its sentences stand.
+    citation, or (Context.judge_model_answers) the trained judge does not let its sentences stand
+    or rates the offline answer's above them.
     The judge reads English only (trained on English Wikipedia): other passages go unjudged."""
     if not checked.citations:
         return "model_draft_unusable", (
@@ -111,9 +112,13 @@ def _cannot_stand(
     if not ctx.judge_model_answers or any(
             code_of(e.language) not in (None, "en") for e in evidence):
         return None
-    why = doubt(str(state["question"]), evidence, deps.get_judge(), ctx.judge_veto,
-                ctx.judge_margin, quoted=model_sentences(checked.text, checked.citations))
-    return None if why is None else ("model_answer_vetoed", why)
+    question, judge = str(state["question"]), deps.get_judge()
+    quoted = model_sentences(checked.text, checked.citations)
+    why = doubt(question, evidence, judge, ctx.judge_veto, ctx.judge_margin, quoted=quoted)
+    if why is not None:
+        return "model_answer_vetoed", why
+    below = below_offline(question, evidence, judge, quoted)
+    return None if below is None else ("model_answer_below_offline", below)
 
 
 async def _judge(

@@ -1,5 +1,6 @@
 """Confidence scoring, local only: the level where the local signals decide it; otherwise the
-offline verdict, held for the draft call that judges with a model (draft_answer)."""
+offline verdict, held for the draft call that judges with a model (draft_answer), or final where
+the model's judgement is not trusted (Context.judge_model_answers)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,14 @@ async def score_confidence(
 ) -> dict[str, Any]:
     """Local only. Where the local signals decide, the level is final; where they do not and a
     model is there, the draft call judges (draft_answer) and the offline verdict is held until
-    then, kept if that judgement fails: never a more confident one."""
+    then, kept if that judgement fails: never a more confident one. With
+    Context.judge_model_answers the offline verdict is final: a small model's level is noise
+    (README, A local model), so it only writes the answer offline would give."""
     ctx = ctx_of(runtime)
     question = str(state["question"])
     evidence = list(turn_of(state).get("evidence") or [])
     model = deps.model(ctx)
+    judges = model is not None and not ctx.judge_model_answers  # may the model judge the level
     local = LocalJudgement(question, evidence, ctx, deps.get_judge)
     draft = Draft(extract=local.extract)  # the draft without a model quotes the same sentences
     verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
@@ -38,10 +42,10 @@ async def score_confidence(
         checked = local.vetted(conf, evidence)
         if checked is conf:
             return _done(state, conf, f"model call skipped: {why}", "deterministic", draft)
-        if model is None:  # offline the judge's doubt is final; a model judges it instead
+        if not judges:  # offline the judge's doubt is final; a model judges it instead
             return _done(state, checked, checked.reason, "judge", draft)
     conf = local.verdict()
-    if model is None:
+    if not judges:
         return _done(state, conf, conf.reason, "local_scorer", draft)
     held = f"judged by the draft call; offline verdict held until then: {conf.reason}"
     # the extract shown in place of an unusable model draft is the offline answer: it needs the
