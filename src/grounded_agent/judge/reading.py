@@ -84,6 +84,24 @@ def below_offline(question: str, evidence: Sequence[Finding], judge: Judge,
     answer the model words no worse than the offline one, by the judge that lets both stand."""
     mine, offline = _readings(question, evidence, judge,
                               [quoted, quoted_sentences(question, evidence)])
+    return _below(mine, offline)
+
+
+def model_doubt(question: str, evidence: Sequence[Finding], judge: Judge, veto: float | None,
+                margin: float | None, quoted: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """(decision, why) where a model's answer (`quoted`) cannot stand: the judge does not let its
+    sentences stand (`doubt`), or rates the offline answer's above them (`below_offline`); one
+    scoring pass for both."""
+    mine, offline = _readings(question, evidence, judge,
+                              [quoted, quoted_sentences(question, evidence)])
+    why = _doubted(mine, *_cutoffs(judge, veto, margin))
+    if why is not None:
+        return "model_answer_vetoed", why
+    below = _below(mine, offline)
+    return None if below is None else ("model_answer_below_offline", below)
+
+
+def _below(mine: Reading, offline: Reading) -> str | None:
     if mine.quoted >= offline.quoted:
         return None
     return (f"the trained judge rates the sentences the offline answer quotes above the model's "
@@ -116,11 +134,19 @@ def doubt(
 ) -> str | None:
     """Why the judge does not let the sentences stand (an offline answer's, or `quoted`), or None
     where it does or both cut-offs are off."""
-    cut = judge.manifest.veto if veto is None else veto
-    gap = judge.manifest.margin if margin is None else margin
-    if cut <= 0.0 and gap >= 1.0:  # both off
+    cut, gap = _cutoffs(judge, veto, margin)
+    if cut <= 0.0 and gap >= 1.0:  # both off: nothing to score
         return None
-    reading = read(question, evidence, judge, quoted)
+    return _doubted(read(question, evidence, judge, quoted), cut, gap)
+
+
+def _cutoffs(judge: Judge, veto: float | None, margin: float | None) -> tuple[float, float]:
+    """The veto and margin asked for, the manifest's where None."""
+    return (judge.manifest.veto if veto is None else veto,
+            judge.manifest.margin if margin is None else margin)
+
+
+def _doubted(reading: Reading, cut: float, gap: float) -> str | None:
     if reading.quoted < cut:
         return (f"the trained judge finds the sentences an answer would quote do not answer it "
                 f"({reading.quoted:.2f} < {cut:.2f})")

@@ -14,7 +14,7 @@ from grounded_agent.citations import Checked, check_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
-from grounded_agent.judge.reading import below_offline, doubt, model_sentences
+from grounded_agent.judge.reading import model_doubt, model_sentences
 from grounded_agent.languages import code_of
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, nonempty, step
@@ -112,13 +112,8 @@ def _cannot_stand(
     if not ctx.judge_model_answers or any(
             code_of(e.language) not in (None, "en") for e in evidence):
         return None
-    question, judge = str(state["question"]), deps.get_judge()
-    quoted = model_sentences(checked.text, checked.citations)
-    why = doubt(question, evidence, judge, ctx.judge_veto, ctx.judge_margin, quoted=quoted)
-    if why is not None:
-        return "model_answer_vetoed", why
-    below = below_offline(question, evidence, judge, quoted)
-    return None if below is None else ("model_answer_below_offline", below)
+    return model_doubt(str(state["question"]), evidence, deps.get_judge(), ctx.judge_veto,
+                       ctx.judge_margin, model_sentences(checked.text, checked.citations))
 
 
 async def _judge(
