@@ -267,7 +267,8 @@ class Context:
         metadata={
             "description": "LLM mode, for small local models that rate weak evidence MEDIUM and "
             "quote what does not answer: the offline verdict decides whether there is an answer "
-            "(the model judges no level), and the model's answer must pass the trained judge as "
+            "(the model judges no level, and reads the passages offline reads: low_threshold, not "
+            "model_low_threshold), and the model's answer must pass the trained judge as "
             "an offline answer does (judge_veto, judge_margin) and be rated no lower than the "
             "offline answer, else the offline extract stands in. A model that says the sources "
             "do not answer still abstains. It also withholds right answers a capable model finds "
@@ -330,8 +331,11 @@ class Context:
     def run_thresholds(self, with_model: bool) -> Thresholds:
         """The cut-offs this run classifies by: with a model, passages from model_low_threshold
         on reach it, because it reads what the calibrated score cannot (a question asked in other
-        words than the document's); offline nothing judges them, so low_threshold holds."""
-        if not with_model:
+        words than the document's); offline nothing judges them, so low_threshold holds, and so
+        it does where the model's judgement is not trusted (judge_model_answers): the offline
+        verdict, final there, must read the passages offline reads (else a weaker passage's
+        sentence outranks the answer and the judge's doubt withdraws it)."""
+        if not with_model or self.judge_model_answers:
             return self.thresholds
         return Thresholds(found=self.found_threshold,
                           low=min(self.low_threshold, self.model_low_threshold))

@@ -118,3 +118,33 @@ async def test_passages_in_another_language_are_not_judged() -> None:
     result = await aask("Was kostet der Pro-Tarif pro Nutzer?", graph=graph, context=CTX)
     assert "bevorzugten Support" in result.answer and result.usage.llm_calls == 2
     assert not any(t.decision.startswith("model_answer_") for t in result.trail)
+
+
+@pytest.mark.parametrize("on", [True, False])
+async def test_the_model_reads_the_passages_the_offline_verdict_read(on: bool) -> None:
+    """The offline verdict is final with the setting, so it and the model's answer rest on the
+    passages offline reads: one below low_threshold (offline's floor) but above
+    model_low_threshold reaches neither. Negative control: with the setting off the model judges
+    the level and reads it."""
+    weak = finding(source_id="fees", title="Fees", score=0.45,
+                   text="A cargo bike bay in the courtyard costs 10 EUR a month.")
+    strong = PRO.model_copy(update={"score": 0.8})
+    kb = ScriptedSource("knowledge_base", [found("knowledge_base", strong, weak)])
+    ctx = CTX if on else JUDGING
+    assert ctx.low_threshold > weak.score >= ctx.model_low_threshold  # the premise
+    model = ScriptedChatModel(responses=[tool_call("knowledge_base", {"query": "Pro plan price"}),
+                                         text(f"{PRICE} [1]") if on
+                                         else judged("MEDIUM", True, f"{PRICE} [1]")])
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    result = await aask(ANSWERED_OFFLINE, graph=graph, context=ctx)
+    assert result.status in ("answered", "answered_with_caveat") and "49 EUR" in result.answer
+    prompt = str(model.received[-1][-1].content)
+    assert ("cargo bike" in prompt) is not on
+    grounding = next(t for t in result.trail if t.node == "check_grounding")
+    assert grounding.detail.startswith("1 usable" if on else "2 usable")
+
+
+def test_the_run_keeps_offline_thresholds_where_the_model_does_not_judge() -> None:
+    assert CTX.run_thresholds(with_model=True).low == CTX.low_threshold
+    assert JUDGING.run_thresholds(with_model=True).low == JUDGING.model_low_threshold
+    assert JUDGING.run_thresholds(with_model=False).low == JUDGING.low_threshold
