@@ -110,8 +110,8 @@ class Context:
         default=MODEL_LOW_THRESHOLD,
         metadata={
             "description": "LLM mode: calibrated relevance from which a passage reaches the model, "
-            "which judges whether it answers; offline, low_threshold applies (the lower of the "
-            "two is used)."
+            "which judges whether it answers; offline and with judge_model_answers (the model judges "
+            "nothing), low_threshold applies (the lower of the two is used)."
         },
     )
     closest_threshold: float = field(
