@@ -159,7 +159,8 @@ class Deps:
         return model
 
     def thresholds(self, ctx: Context) -> Thresholds:
-        """The run's cut-offs: lower with a model, which judges the weaker passages itself."""
+        """The run's cut-offs (Context.run_thresholds: lower with a model that judges the weaker
+        passages itself)."""
         return ctx.run_thresholds(with_model=self.model(ctx) is not None)
 
     def _cached(self, cache: dict[Any, Any], key: Any, build: Callable[[], Any], size: int) -> Any:

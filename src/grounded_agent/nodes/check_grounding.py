@@ -72,7 +72,7 @@ async def check_grounding(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     ctx = ctx_of(runtime)
-    low = deps.thresholds(ctx).low  # lower with a model, which judges the weaker passages
+    low = deps.thresholds(ctx).low  # lower with a model that judges (Context.run_thresholds)
     turn = turn_of(state)
     attempt = int(turn.get("attempt") or 1)
     # classified once, by the run's thresholds, when the tools ran (call_tools)
