@@ -34,10 +34,12 @@ def route_after_grounding(
 def route_after_confidence(
     state: Mapping[str, Any],
 ) -> Literal["reformulate_query", "draft_answer", "answer"]:
-    """Where the local signals left the level open, the draft call judges it (with a model)."""
+    """Where the local signals left the level open, the draft call judges it (with a model), or
+    (judge_model_answers) the model may answer what offline rates too weak."""
     confidence = state.get("confidence")
     level = confidence.level if confidence is not None else None
-    if turn_of(state).get("evidence") and (turn_of(state).get("draft") or {}).get("judge"):
+    draft = turn_of(state).get("draft") or {}
+    if turn_of(state).get("evidence") and (draft.get("judge") or draft.get("model_answers")):
         return "draft_answer"
     if level == "LOW" and can_requery(state):
         return "reformulate_query"

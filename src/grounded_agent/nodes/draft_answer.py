@@ -76,7 +76,17 @@ async def draft_answer(
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
         trail.append(entry)
-    elif not text:
+    if held.get("model_answers"):  # offline quotes nothing here: only the model's answer
+        if how != "model" or not text.strip():
+            trail.append(step(state, "draft_answer", "model_found_no_answer",
+                              "the model wrote no answer where offline rates the evidence too "
+                              "weak: the offline verdict stands"))
+            return {**update, "turn": {"draft": {**held, "text": ""}}, "trail": trail}
+        update["confidence"] = Confidence(
+            level="MEDIUM", can_answer=True,
+            reason="the model answered from evidence offline rates too weak to quote; its "
+            "sentences are held to the checks an offline answer meets")
+    elif how != "abstained" and not text:
         # no reply, or an empty one: the evidence is quoted (a model's empty reply stays "model"
         # so that the citation check treats it as the model's draft it stands in for)
         text = extract if extract is not None else extractive_draft(question, evidence)
