@@ -85,6 +85,7 @@ async def test_where_offline_rates_the_evidence_weak_anything_but_a_standing_ans
     must not stand in for the model's answer (offline answers nothing here)."""
     result, model = await _ask([reply] if reply is not None else [])
     assert result.status == "not_found" and result.citations == []
+    assert result.confidence.level == "NOT_RELEVANT"  # offline's verdict, not a level it lost
     assert "49 EUR" not in result.answer and "priority support" not in result.answer
     assert len(model.received) == 2  # the search, and the one answer request
 

@@ -76,12 +76,12 @@ async def draft_answer(
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
         trail.append(entry)
-    if held.get("model_answers"):  # offline quotes nothing here: only the model's answer
-        answered = how == "model" and bool(text.strip())
-        update["confidence"] = _weak_evidence_answered(state, answered, trail)
-        if not answered:
-            return {**update, "turn": {"draft": {**held, "text": ""}}, "trail": trail}
-    elif how != "abstained" and not text:
+    if held.get("model_answers") and (how != "model" or not text.strip()):
+        # offline quotes nothing here: without the model's answer the offline verdict stands
+        trail.append(step(state, "draft_answer", "model_found_no_answer",
+                          "the model wrote no answer where offline rates the evidence too weak"))
+        return {**update, "turn": {"draft": {**held, "text": ""}}, "trail": trail}
+    if how != "abstained" and not text:
         # no reply, or an empty one: the evidence is quoted (a model's empty reply stays "model"
         # so that the citation check treats it as the model's draft it stands in for)
         text = extract if extract is not None else extractive_draft(question, evidence)
@@ -90,22 +90,6 @@ async def draft_answer(
                               "an extracted answer quotes its sources in their own language"))
     draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in}
     return {**update, "turn": {**turn_update, "draft": draft}, "trail": trail}
-
-
-def _weak_evidence_answered(
-    state: AgentState, answered: bool, trail: list[dict[str, Any]]
-) -> Confidence:
-    """Where offline rates the evidence too weak to quote, the model's answer is the only one:
-    held to the checks an offline answer meets (MEDIUM, with the caveat); without one the
-    offline verdict stands."""
-    if answered:
-        return Confidence(level="MEDIUM", can_answer=True,
-                          reason="the model answered from evidence offline rates too weak to "
-                          "quote; its sentences are held to the checks an offline answer meets")
-    trail.append(step(state, "draft_answer", "model_found_no_answer",
-                      "the model wrote no answer where offline rates the evidence too weak: the "
-                      "offline verdict stands"))
-    return state.get("confidence") or Confidence()
 
 
 def _unmarked(
