@@ -86,10 +86,6 @@ class Draft(TypedDict, total=False):
     """Set by score_confidence when the local signals left the confidence open and a model is
     there: the draft call returns the judgement with the answer (one call, not two), and the
     confidence held until then is the offline one, kept if the judgement fails."""
-    model_answers: bool
-    """Set under Context.judge_model_answers where offline's verdict is LOW (on topic, below the
-    found threshold): the model is asked for its plain answer, which is given (MEDIUM) only where
-    it stands the checks; a refusal, no reply or an answer that falls abstains as offline."""
     offline_answers: bool
     """Set when the model judged the evidence: whether the offline verdict for the same evidence
     answers. Where it does not, the extract does not stand in for an unusable model draft."""

@@ -28,11 +28,10 @@ PRICE = "The Pro plan costs 49 EUR per user per month."
 SUPPORT = "It includes priority support."
 PRO = finding(source_id="pro", title="Pro plan", score=0.7, text=f"{PRICE} {SUPPORT}")
 # at 0.7 the local signals leave the level to a model, and offline the evidence is too weak to
-# answer (LOW, below the found threshold: NOT_RELEVANT offline)
+# answer (NOT_RELEVANT)
 QUESTION = "What does the Pro plan cost?"
 # at 0.8 for this question the level is left to a model too, but offline the evidence answers
 ANSWERED_OFFLINE = "What is the price of Pro for each person on the team?"
-OTHER_PLAN = "What does the Enterprise plan cost?"  # a name no passage has: NOT_RELEVANT
 CTX = Context(sources=["knowledge_base"], choose_one_source=True, judge_model_answers=True)
 JUDGING = Context(sources=["knowledge_base"], choose_one_source=True)
 
@@ -55,39 +54,12 @@ def _system(model: ScriptedChatModel, call: int) -> str:
     return str(model.received[call][0].content)
 
 
-async def test_where_the_evidence_is_about_something_else_the_model_is_not_asked() -> None:
-    result, model = await _ask([], question=OTHER_PLAN)
+async def test_where_offline_answers_nothing_the_model_is_not_asked() -> None:
+    result, model = await _ask([])
     assert len(model.received) == 1
     assert result.status == "not_found" and result.citations == []
     assert [p.source_id for p in result.closest] == ["pro"]  # where to look instead
     assert result.usage.llm_calls == 1  # the search only: no draft, no judgement
-
-
-async def test_where_offline_rates_the_evidence_weak_the_model_may_answer() -> None:
-    """Offline quotes nothing here (LOW: no better wording offline); the model's plain answer,
-    held to the checks an offline answer meets, is given with the caveat."""
-    result, model = await _ask([text(f"{PRICE} [1]")])
-    assert result.status == "answered_with_caveat" and result.confidence.level == "MEDIUM"
-    assert "49 EUR" in result.answer and [c.source_id for c in result.citations] == ["pro"]
-    assert _system(model, 1).startswith(ANSWER_SYSTEM[:40])  # the plain draft, no level asked
-    assert result.usage.llm_calls == 2
-
-
-@pytest.mark.parametrize("reply", [
-    text("The sources do not contain the answer."),  # a plain refusal
-    text(f"{SUPPORT} [1]"),  # the judge rates the price sentence above it
-    None,  # no reply at all (the call fails)
-], ids=["refusal", "withdrawn", "failed"])
-async def test_where_offline_rates_the_evidence_weak_anything_but_a_standing_answer_abstains(
-    reply: Any,
-) -> None:
-    """Negative control for the failed call: the extract offline would quote, had it answered,
-    must not stand in for the model's answer (offline answers nothing here)."""
-    result, model = await _ask([reply] if reply is not None else [])
-    assert result.status == "not_found" and result.citations == []
-    assert result.confidence.level == "NOT_RELEVANT"  # offline's verdict, not a level it lost
-    assert "49 EUR" not in result.answer and "priority support" not in result.answer
-    assert len(model.received) == 2  # the search, and the one answer request
 
 
 async def test_negative_control_a_judging_model_opens_that_answer() -> None:

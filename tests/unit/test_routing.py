@@ -109,16 +109,6 @@ def test_only_answerable_evidence_is_drafted(
     assert route_after_confidence(s) == expected
 
 
-def test_offline_low_goes_to_the_model_only_when_it_may_answer() -> None:
-    """judge_model_answers: offline's LOW is final (NOT_RELEVANT), but the model may answer."""
-    offline = {"level": "NOT_RELEVANT", "can_answer": False}
-    asks = state(confidence=offline, evidence=[FINDING], draft={"model_answers": True})
-    assert route_after_confidence(asks) == "draft_answer"
-    assert route_after_confidence(state(confidence=offline, evidence=[FINDING])) == "answer"
-    assert route_after_confidence(state(confidence=offline, evidence=[],
-                                        draft={"model_answers": True})) == "answer"
-
-
 def test_a_draft_is_checked_unless_the_model_abstained() -> None:
     high = {"level": "HIGH", "can_answer": True}
     assert route_after_draft(state(confidence=high, draft={"text": "It costs 29 euros [1].",
@@ -131,13 +121,6 @@ def test_a_draft_is_checked_unless_the_model_abstained() -> None:
     assert route_after_draft(state(confidence={"level": "NOT_RELEVANT", "can_answer": False},
                                    draft={"text": "x [1]."})) == "answer"
     assert route_after_draft(state(draft={"text": "", "how": "abstained"})) == "answer"
-    # judge_model_answers, offline LOW: the model's answer goes to the checks under offline's
-    # NOT_RELEVANT (they set the level), its absence to the answer
-    offline = {"level": "NOT_RELEVANT", "can_answer": False}
-    assert route_after_draft(state(confidence=offline, draft={
-        "text": "x [1].", "how": "model", "model_answers": True})) == "check_citations"
-    assert route_after_draft(state(confidence=offline, draft={
-        "text": "", "how": "abstained", "model_answers": True})) == "answer"
 
 
 @pytest.mark.parametrize(

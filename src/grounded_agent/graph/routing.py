@@ -34,12 +34,10 @@ def route_after_grounding(
 def route_after_confidence(
     state: Mapping[str, Any],
 ) -> Literal["reformulate_query", "draft_answer", "answer"]:
-    """Where the local signals left the level open, the draft call judges it (with a model), or
-    (judge_model_answers) the model may answer what offline rates too weak."""
+    """Where the local signals left the level open, the draft call judges it (with a model)."""
     confidence = state.get("confidence")
     level = confidence.level if confidence is not None else None
-    draft = turn_of(state).get("draft") or {}
-    if turn_of(state).get("evidence") and (draft.get("judge") or draft.get("model_answers")):
+    if turn_of(state).get("evidence") and (turn_of(state).get("draft") or {}).get("judge"):
         return "draft_answer"
     if level == "LOW" and can_requery(state):
         return "reformulate_query"
@@ -62,9 +60,7 @@ def route_after_draft(
         return "reformulate_query"
     draft = turn_of(state).get("draft") or {}
     answers = confidence is not None and confidence.can_answer and level in ("HIGH", "MEDIUM")
-    # the model's answer where offline rates the evidence too weak: the checks decide the level
-    return "check_citations" if draft.get("text") and (
-        answers or draft.get("model_answers")) else "answer"
+    return "check_citations" if draft.get("text") and answers else "answer"
 
 
 def route_after_check(state: Mapping[str, Any]) -> Literal["translate_answer", "answer"]:

@@ -18,7 +18,7 @@ from grounded_agent.judge.reading import model_doubt, model_sentences
 from grounded_agent.languages import code_of
 from grounded_agent.model_calls import Fallback
 from grounded_agent.nodes._common import ctx_of, nonempty, step
-from grounded_agent.schemas import Confidence, Finding
+from grounded_agent.schemas import Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
 from grounded_agent.support_judge import judge_support, words_stated
 
@@ -29,14 +29,6 @@ SUPPORT_FALLBACK = Fallback(
     where="the support check",
     budget_warning="the answer's sentences were checked by quote only",
 )
-
-
-WEAK_EVIDENCE_ANSWERED = Confidence(
-    level="MEDIUM", can_answer=True,
-    reason="the model answered from evidence offline rates too weak to quote, and its sentences "
-    "stood the checks an offline answer meets")
-"""The level of the model's answer where offline's verdict was LOW (Draft.model_answers): given
-with the caveat; an answer that falls leaves the offline verdict in place."""
 
 
 @dataclass
@@ -77,16 +69,14 @@ async def check_citations(
         checked, how, entry = _instead(state, draft, evidence, opened, *cannot)
         trail.append(entry)
         warnings += check_warnings(checked)
-    update = nonempty(usage=judgement.usage, warnings=warnings)
-    if how == "model" and draft.get("model_answers"):
-        update["confidence"] = WEAK_EVIDENCE_ANSWERED  # it stood the checks offline's meets
     trail.append(step(
         state, "check_citations", f"draft_{how}",
         f"{len(checked.citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
         f"removed, {len(checked.removed_markers)} marker(s) removed"))
     checked_draft: Draft = {**draft, "text": checked.text, "how": how,
                             "citations": checked.citations}
-    return {"turn": {"draft": checked_draft}, "trail": trail, **update}
+    return {"turn": {"draft": checked_draft}, "trail": trail,
+            **nonempty(usage=judgement.usage, warnings=warnings)}
 
 
 def _instead(

@@ -76,12 +76,7 @@ async def draft_answer(
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
         trail.append(entry)
-    if held.get("model_answers") and (how != "model" or not text.strip()):
-        # offline quotes nothing here: without the model's answer the offline verdict stands
-        trail.append(step(state, "draft_answer", "model_found_no_answer",
-                          "the model wrote no answer where offline rates the evidence too weak"))
-        return {**update, "turn": {"draft": {**held, "text": ""}}, "trail": trail}
-    if how != "abstained" and not text:
+    elif not text:
         # no reply, or an empty one: the evidence is quoted (a model's empty reply stays "model"
         # so that the citation check treats it as the model's draft it stands in for)
         text = extract if extract is not None else extractive_draft(question, evidence)

@@ -1,7 +1,6 @@
 """Confidence scoring, local only: the level where the local signals decide it; otherwise the
 offline verdict, held for the draft call that judges with a model (draft_answer), or final where
-the model's judgement is not trusted (Context.judge_model_answers), where the model may still
-answer what offline rates too weak to quote."""
+the model's judgement is not trusted (Context.judge_model_answers)."""
 
 from __future__ import annotations
 
@@ -45,14 +44,7 @@ async def score_confidence(
             return _done(state, conf, f"model call skipped: {why}", "deterministic", draft)
         if not judges:  # offline the judge's doubt is final; a model judges it instead
             return _done(state, checked, checked.reason, "judge", draft)
-    weighed = local.weighed()
-    conf = offline_verdict(weighed)
-    if model is not None and ctx.judge_model_answers and weighed.level == "LOW":
-        # on topic, below the found threshold: offline has no better wording, so only the
-        # model's plain answer can find one; anything else abstains as offline does
-        held = f"the model may answer; offline verdict held until then: {conf.reason}"
-        return _done(state, conf, held, "with_draft",
-                     Draft(extract=local.extract, model_answers=True, offline_answers=False))
+    conf = local.verdict()
     if not judges:
         return _done(state, conf, conf.reason, "local_scorer", draft)
     held = f"judged by the draft call; offline verdict held until then: {conf.reason}"
@@ -82,15 +74,15 @@ class LocalJudgement:
         return judge_veto(self.question, among, conf, self.get_judge(), self.ctx.judge_veto,
                           self.ctx.judge_margin)
 
-    def weighed(self) -> Confidence:
-        """The local level before offline makes weak evidence final (offline_verdict); what
-        reached the model only for the model to judge does not count without it."""
+    def verdict(self) -> Confidence:
+        """The offline verdict; what reached the model only for the model to judge does not
+        count without it."""
         kept = [e for e in self.evidence if e.score >= self.ctx.low_threshold]
         quoted = (self.extract if len(kept) == len(self.evidence)
                   else extractive_draft(self.question, kept))
         conf = local_confidence(self.question, kept, self.ctx.found_threshold,
                                 self.ctx.low_threshold, quoted)
-        return self.vetted(conf, kept)
+        return offline_verdict(self.vetted(conf, kept))
 
 
 def offline_verdict(conf: Confidence) -> Confidence:
