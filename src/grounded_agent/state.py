@@ -86,9 +86,10 @@ class Draft(TypedDict, total=False):
     """Set by score_confidence when the local signals left the confidence open and a model is
     there: the draft call returns the judgement with the answer (one call, not two), and the
     confidence held until then is the offline one, kept if the judgement fails."""
-    offline_answers: bool
-    """Set when the model judged the evidence: whether the offline verdict for the same evidence
-    answers. Where it does not, the extract does not stand in for an unusable model draft."""
+    offline: Confidence
+    """Set when the model judges the evidence: the offline verdict for the same evidence. Where the
+    model's draft cannot stand, it is the outcome (its extract, or no answer where it answers
+    nothing) and the level reported: never the model's more confident one."""
 
 
 class InputState(TypedDict):

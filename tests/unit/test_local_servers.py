@@ -203,6 +203,8 @@ async def test_an_unusable_draft_is_not_replaced_by_an_extract_offline_would_not
     result = await aask(OWED, graph=graph, context=CTX)
     assert result.status == "not_found" and not result.citations, result.answer
     assert any(t.decision == "model_draft_unusable" for t in result.trail)
+    # the level reported is offline's too, not the MEDIUM of the judgement that fell with its draft
+    assert result.confidence.level == "NOT_RELEVANT" and not result.confidence.can_answer
 
 
 async def test_an_unusable_draft_still_gives_the_extract_where_offline_answers() -> None:
@@ -215,6 +217,8 @@ async def test_an_unusable_draft_still_gives_the_extract_where_offline_answers()
     assert any(t.decision == "MEDIUM (model)" for t in result.trail)  # the model judged it
     assert result.status in ("answered", "answered_with_caveat"), result.trail
     assert "49 EUR" in result.answer
+    offline = next(t for t in result.trail if t.node == "score_confidence")
+    assert result.confidence.reason in offline.detail  # offline's verdict for the extract
 
 
 INVENTED = "The Pro plan includes priority phone support around the clock."

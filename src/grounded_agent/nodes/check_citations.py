@@ -63,19 +63,23 @@ async def check_citations(
     warnings = [*judgement.warnings, *check_warnings(checked)]
     trail = list(judgement.trail)
     cannot = _cannot_stand(state, ctx, deps, checked, evidence) if how == "model" else None
+    update: dict[str, Any] = {}
     if cannot is not None:
-        # offline_answers False: the model's judgement opened an answer offline abstains from
-        opened = draft.get("offline_answers") is False
+        offline = draft.get("offline")  # held where the model judged the level
+        # the model's judgement opened an answer offline abstains from
+        opened = offline is not None and not offline.can_answer
         checked, how, entry = _instead(state, draft, evidence, opened, *cannot)
         trail.append(entry)
         warnings += check_warnings(checked)
+        if offline is not None:  # the outcome is offline's, and so is the level reported
+            update["confidence"] = offline
     trail.append(step(
         state, "check_citations", f"draft_{how}",
         f"{len(checked.citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
         f"removed, {len(checked.removed_markers)} marker(s) removed"))
     checked_draft: Draft = {**draft, "text": checked.text, "how": how,
                             "citations": checked.citations}
-    return {"turn": {"draft": checked_draft}, "trail": trail,
+    return {"turn": {"draft": checked_draft}, "trail": trail, **update,
             **nonempty(usage=judgement.usage, warnings=warnings)}
 
 

@@ -52,7 +52,7 @@ async def score_confidence(
     # offline verdict, not the model's (check_citations), or a small model's MEDIUM shows
     # passages offline would not
     return _done(state, conf, held, "with_draft",
-                 Draft(extract=local.extract, judge=True, offline_answers=conf.can_answer))
+                 Draft(extract=local.extract, judge=True, offline=conf))
 
 
 @dataclass
