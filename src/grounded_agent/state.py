@@ -85,7 +85,7 @@ class Draft(TypedDict, total=False):
     judge: bool
     """Set by score_confidence when the local signals left the confidence open and a model is
     there: the draft call returns the judgement with the answer (one call, not two), and the
-    confidence held until then is the offline one, kept if the judgement fails."""
+    offline verdict (`offline`) is kept if the judgement fails."""
     offline: Confidence
     """Set when the model judges the evidence: the offline verdict for the same evidence. Where the
     model's draft cannot stand, it is the outcome (its extract, or no answer where it answers

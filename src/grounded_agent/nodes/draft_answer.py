@@ -56,7 +56,7 @@ async def draft_answer(
     how: DraftHow = "extractive"
     if model is not None and held.get("judge"):
         judged = await judged_draft(
-            state, ctx, model, messages, state.get("confidence") or Confidence(),
+            state, ctx, model, messages, held.get("offline") or Confidence(),
             plain=_messages(state, ctx, question, evidence, write_in, judge=False))
         trail += judged.trail
         update = {"confidence": judged.confidence, **nonempty(usage=judged.usage,
