@@ -29,11 +29,15 @@ from tests.support.serving import serving
 
 pytestmark = pytest.mark.integration
 
-PRO = "The Pro plan costs 49 EUR per user per month. It includes priority support."
+# each sentence names its plan: the endpoint runs the default Context, whose calibrated offline
+# judge rates a sentence on its own ("It includes ..." says nothing of which plan)
+PRO = "The Pro plan costs 49 EUR per user per month. The Pro plan includes priority support."
 FIRST = "What does the Pro plan cost?"
 FOLLOW_UP = "Does it include support?"
 STANDALONE = "Does the Pro plan include priority support?"
-CTX = Context(sources=["knowledge_base"], choose_one_source=True)  # the model picks the search
+# the model picks the search; the calibrated offline judge is off (its verdicts change with each
+# calibration, and the thread plumbing is the subject here)
+CTX = Context(sources=["knowledge_base"], choose_one_source=True, judge_veto=0.0, judge_margin=1.0)
 
 
 def _kb() -> ScriptedSource:
@@ -57,7 +61,7 @@ def _follow_up_model(chooses: bool = True) -> ScriptedChatModel:
         responses=[
             text(STANDALONE),  # prepare_question resolves the follow-up against the thread
             *choice,
-            judged("HIGH", True, "Yes, the Pro plan includes priority support [1]."),
+            judged("HIGH", True, "The Pro plan includes priority support [1]."),  # a quote
         ]
     )
 
