@@ -5,16 +5,21 @@ so a page that does not state the asked fact can never teach the judge that it d
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from tests.support.benchmarks import ROOT, load_script
 
 TRAIN = load_script(ROOT / "scripts" / "train_judge.py")
 PAGES = ROOT / "scripts" / "judge_data"
+UNSEEN = ROOT / "benchmarks" / "judge_pages"  # never trained on: bench_judge_pages.py reads them
 
 
-def test_every_page_is_well_formed() -> None:
-    files = sorted(PAGES.glob("*.jsonl"))
-    assert files, "scripts/judge_data holds no pages"
+@pytest.mark.parametrize("folder", [PAGES, UNSEEN], ids=["training", "unseen"])
+def test_every_page_is_well_formed(folder: Path) -> None:
+    files = sorted(folder.glob("*.jsonl"))
+    assert files, f"{folder} holds no pages"
     ids = set()
     for path in files:
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -29,7 +34,13 @@ def test_every_page_is_well_formed() -> None:
                 assert all(0 <= i < len(doc["sentences"]) for i in q["answers"])
 
 
-def test_probe_documents_stay_out_of_training(tmp_path) -> None:
+def test_the_unseen_pages_are_not_training_pages() -> None:
+    trained = {line for p in PAGES.glob("*.jsonl") for line in p.read_text().splitlines()}
+    unseen = {line for p in UNSEEN.glob("*.jsonl") for line in p.read_text().splitlines()}
+    assert unseen and not trained & unseen
+
+
+def test_probe_documents_stay_out_of_training(tmp_path: Path) -> None:
     docs = [{"doc_id": f"d{i}", "title": "t", "sentences": ["a"], "questions": []}
             for i in range(5)]
     (tmp_path / "x.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
