@@ -25,17 +25,6 @@ sys.path.insert(0, str(ROOT / "scripts"))  # scripts/ lives in the checkout, bes
 TRAIN: Any = importlib.import_module("train_judge")
 
 
-def at_veto(judge: Judge, docs: list[dict[str, Any]], veto: float) -> dict[str, float]:
-    kept = {"answerable": [0, 0], "near_miss": [0, 0]}
-    for doc in docs:
-        for q in doc["questions"]:
-            best = max(judge.score(q["question"], [(doc["title"], s) for s in doc["sentences"]]))
-            kind = "answerable" if q["answers"] else "near_miss"
-            kept[kind][0] += best >= veto
-            kept[kind][1] += 1
-    return {f"{k}_reaching_veto": round(a / max(1, n), 4) for k, (a, n) in kept.items()}
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=MODEL_DIR)
@@ -48,8 +37,8 @@ def main() -> int:
     for label, docs in [(p.stem, TRAIN.read_jsonl(p)) for p in files] + [
         ("all", [d for p in files for d in TRAIN.read_jsonl(p)])
     ]:
-        rows.append({"pages": label, "documents": len(docs), **TRAIN.page_probe(judge, docs),
-                     **at_veto(judge, docs, veto)})
+        rows.append({"pages": label, "documents": len(docs),
+                     **TRAIN.page_probe(judge, docs, veto)})
     if args.json:
         print(json.dumps({"model": str(args.model), "veto": veto, "rows": rows}, indent=2))
         return 0

@@ -470,7 +470,7 @@ def evaluate(judge: Any, questions: list[dict[str, Any]], paragraphs: dict[str, 
             rows.append((kind, float(scores[best]), holds))
     pos = np.array([s for k, s, _ in rows if k == "answerable"])
     neg = np.array([s for k, s, _ in rows if k == "unanswerable"])
-    auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+    auc = pair_order_auc(pos, neg)
     sentence_acc = float(np.mean([h for k, _, h in rows if k == "answerable"]))
     candidates = sorted({round(s, 3) for _, s, _ in rows})
     best_t = max(candidates, key=lambda t: score_at(rows, t)["credited"]) if candidates else 0.5
@@ -479,9 +479,16 @@ def evaluate(judge: Any, questions: list[dict[str, Any]], paragraphs: dict[str, 
             "at_threshold": score_at(rows, best_t), "_rows": rows}
 
 
-def page_probe(judge: Any, docs: list[dict[str, Any]]) -> dict[str, float]:
+def pair_order_auc(pos: Any, neg: Any) -> float:
+    """AUC of two score arrays: how often a positive outranks a negative (ties count half)."""
+    return float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+
+
+def page_probe(judge: Any, docs: list[dict[str, Any]],
+               veto: float | None = None) -> dict[str, float]:
     """On the support pages kept out of training: does the page's best sentence hold the answer,
-    and how well does its score tell answerable from near-miss questions (AUC)."""
+    and how well does its score tell answerable from near-miss questions (AUC); with a veto, the
+    share of each kind whose best sentence reaches it."""
     import numpy as np
 
     pos, neg, holds = [], [], []
@@ -495,9 +502,13 @@ def page_probe(judge: Any, docs: list[dict[str, Any]]) -> dict[str, float]:
             else:
                 neg.append(float(scores[best]))
     p, n = np.array(pos), np.array(neg)
-    auc = float((p[:, None] > n[None, :]).mean() + 0.5 * (p[:, None] == n[None, :]).mean())
-    return {"answerable": len(pos), "near_miss": len(neg), "auc": round(auc, 4),
-            "best_sentence_holds_answer": round(float(np.mean(holds)), 4)}
+    out: dict[str, float] = {"answerable": len(pos), "near_miss": len(neg),
+                             "auc": round(pair_order_auc(p, n), 4),
+                             "best_sentence_holds_answer": round(float(np.mean(holds)), 4)}
+    if veto is not None:
+        out["answerable_reaching_veto"] = round(float(np.mean(p >= veto)), 4)
+        out["near_miss_reaching_veto"] = round(float(np.mean(n >= veto)), 4)
+    return out
 
 
 def score_at(rows: list[tuple[str, float, bool]], t: float) -> dict[str, float]:
