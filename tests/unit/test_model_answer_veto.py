@@ -99,11 +99,25 @@ async def test_where_offline_answers_its_extract_stands_in_for_a_withdrawn_answe
         assert not withdrawn
 
 
-async def test_a_model_that_says_the_sources_do_not_answer_still_abstains() -> None:
-    result, _ = await _ask([text("The sources do not contain the answer.")],
+@pytest.mark.parametrize("on", [True, False])
+async def test_a_model_saying_the_sources_do_not_answer_gives_way_to_the_offline_verdict(
+        on: bool) -> None:
+    """With the setting the offline verdict decides whether there is an answer, and offline the
+    evidence answers: its extract stands in for the model's abstention. Negative control: with
+    the setting off the model judges, and its abstention stands."""
+    reply = (text("The sources do not contain the answer.") if on
+             else judged("MEDIUM", True, "The sources do not contain the answer."))
+    result, _ = await _ask([reply], CTX if on else JUDGING,
                            passage=PRO.model_copy(update={"score": 0.8}),
                            question=ANSWERED_OFFLINE, offline_status="answered")
-    assert result.status == "not_found" and "49 EUR" not in result.answer
+    overruled = [t for t in result.trail if t.decision == "model_abstention_overruled"]
+    if on:
+        assert result.status in ("answered", "answered_with_caveat")
+        assert "49 EUR" in result.answer and [c.source_id for c in result.citations] == ["pro"]
+        assert overruled and "extracted from the sources" in overruled[0].detail
+    else:
+        assert result.status == "not_found" and "49 EUR" not in result.answer
+        assert not overruled
 
 
 async def test_passages_in_another_language_are_not_judged() -> None:

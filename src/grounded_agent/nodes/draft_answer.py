@@ -75,6 +75,9 @@ async def draft_answer(
         text, how = reply.text, "model" if replied else "extractive"
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
+        if how == "abstained" and ctx.judge_model_answers:
+            # the offline verdict decides whether there is an answer, and it found one
+            text, how, entry = _overruled(state, question, evidence, extract)
         trail.append(entry)
     elif not text:
         # no reply, or an empty one: the evidence is quoted (a model's empty reply stays "model"
@@ -104,6 +107,19 @@ def _unmarked(
                                      "the model found no answer in the sources")
     return text, "model", step(state, "draft_answer", "model_draft_uncited",
                                "the draft had no markers and no sentence near a passage")
+
+
+def _overruled(
+    state: AgentState, question: str, evidence: list[Finding], extract: str | None
+) -> tuple[str, DraftHow, dict[str, Any]]:
+    """Context.judge_model_answers: a small model's "the sources do not answer" is a judgement
+    of the level, which it is not trusted with; offline's verdict found an answer, so offline's
+    answer, its extract of the evidence, stands in (checked as every answer is)."""
+    text = extract if extract is not None else extractive_draft(question, evidence)
+    return text, "extractive", step(
+        state, "draft_answer", "model_abstention_overruled",
+        "the model said the sources do not answer, but the offline verdict, final with "
+        "judge_model_answers, found an answer: the answer was extracted from the sources")
 
 
 def _messages(
