@@ -699,12 +699,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # the user gets one line; the details go to the log
         from grounded_agent.redaction import redacted_traceback
+        from grounded_agent.store.errors import StoreUnavailable
 
         print(
             f"grounded-agent: {args.command} failed: {type(exc).__name__}. "
             "Run with -v for details.",
             file=sys.stderr,
         )
+        if isinstance(exc, StoreUnavailable):  # what a user can do about it
+            print("The knowledge base's database (DATABASE_URL) could not be reached: check that "
+                  "the server runs and the URL is right." if os.environ.get("DATABASE_URL") else
+                  "The knowledge base's database could not be started: 'grounded-agent db "
+                  "status' shows what runs on its data directory, 'grounded-agent db stop' "
+                  "ends it.", file=sys.stderr)
         if args.verbose:
             log.error("details: %s", redacted_traceback(exc))
         return 1

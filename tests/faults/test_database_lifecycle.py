@@ -240,3 +240,34 @@ def test_serve_watches_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="GROUNDED_AGENT_DB_WATCH_S"):
         ServeSettings.from_env()
     assert ServeSettings().db_watch_s is None
+
+
+def test_a_failed_start_names_the_postmaster_holding_the_data_directory(home: Path) -> None:
+    """A postmaster started from another, since removed, installation keeps the data directory
+    and fails every start here; the error names it and how to end it. Control: none runs, no
+    hint."""
+    from grounded_agent.store.server import postmaster_hint
+
+    ensure_embedded_server(home)
+    pids = postmasters_of(home / "pgdata")
+    hint = postmaster_hint(home / "pgdata")
+    assert pids and f"pid {pids[0]}" in hint and "'grounded-agent db stop'" in hint, hint
+    assert "postgres" in hint  # the executable it runs from, which tells an installation apart
+    code, _, _ = run_cli("db", "stop")
+    assert code == 0 and postmaster_hint(home / "pgdata") == ""
+
+
+def test_a_store_that_cannot_start_tells_the_user_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One line of what failed, one of what to do, for the embedded server and for
+    DATABASE_URL; the URL's password is not shown."""
+    (tmp_path / "file").write_text("not a directory")
+    monkeypatch.setenv("GROUNDED_AGENT_HOME", str(tmp_path / "file" / "home"))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    code, _, err = run_cli("docs", "list")
+    assert code == 1 and "StoreUnavailable" in err and "'grounded-agent db status'" in err, err
+    monkeypatch.setenv("DATABASE_URL", "postgresql://agent:ext-s3cret-pw@127.0.0.1:1/kb")
+    code, _, err = run_cli("docs", "list")
+    assert code == 1 and "DATABASE_URL" in err and "db status" not in err, err
+    assert "ext-s3cret-pw" not in err

@@ -47,6 +47,7 @@ def ensure_embedded_server(home: Path, *, cleanup_mode: str | None = None) -> st
         except Exception as exc:
             raise StoreUnavailable(
                 f"the embedded PostgreSQL under {home} could not start: {type(exc).__name__}: {exc}"
+                + postmaster_hint(home / "pgdata")
             ) from exc
         _started[home] = uri
         return uri
@@ -188,6 +189,24 @@ def postmasters_of(pgdata: Path) -> list[int]:
         except (psutil.Error, ValueError, OSError):
             continue
     return sorted(found)
+
+
+def postmaster_hint(pgdata: Path) -> str:
+    """Names the postmasters that still run on `pgdata` (for a failed start): one started from
+    another, since removed, installation keeps the data directory and fails every start here."""
+    import psutil
+
+    running = postmasters_of(pgdata) if pgdata.exists() else []
+    if not running:
+        return ""
+    where = []
+    for pid in running:
+        try:
+            where.append(f"pid {pid}, {psutil.Process(pid).exe()}")
+        except psutil.Error:
+            where.append(f"pid {pid}")
+    return (f"; a PostgreSQL server still runs on its data directory ({'; '.join(where)}), "
+            "perhaps from another installation: 'grounded-agent db stop' ends it")
 
 
 def embedded_status(home: Path) -> EmbeddedStatus:
