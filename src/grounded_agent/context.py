@@ -270,8 +270,8 @@ class Context:
             "(the model judges no level, and reads the passages offline reads: low_threshold, not "
             "model_low_threshold), and the model's answer must pass the trained judge as "
             "an offline answer does (judge_veto, judge_margin) and be rated no lower than the "
-            "offline answer, else the offline extract stands in, as it does for a model that says the sources "
-            "do not answer. It also withholds right answers a capable model finds "
+            "offline answer, else the offline extract stands in, as it does for a model that "
+            "says the sources do not answer. It also withholds right answers a capable model finds "
             "(README, A local model); off (the default), the model judges and its answer stands "
             "(GROUNDED_AGENT_JUDGE_MODEL_ANSWERS=1)."
         },
