@@ -14,7 +14,8 @@ from grounded_agent.context import (
     Context,
     context_from_config,
 )
-from grounded_agent.schemas import ToolOutcome
+from grounded_agent.extractive import extractive_draft
+from grounded_agent.schemas import Finding, ToolOutcome
 from grounded_agent.state import turn_of
 from grounded_agent.trail import step as step
 
@@ -32,6 +33,13 @@ def ctx_of(runtime: Runtime[Context] | None) -> Context:
     except RuntimeError:  # outside a runnable context
         configurable = {}
     return context_from_config(configurable, allowed=CLIENT_CONFIGURABLE)
+
+
+def offline_extract(draft: Mapping[str, Any], question: str, evidence: list[Finding]) -> str:
+    """Offline's answer for the evidence: the extract score_confidence built for it (held in the
+    draft), else built now."""
+    extract = draft.get("extract")
+    return extract if extract is not None else extractive_draft(question, evidence)
 
 
 def nonempty(**fields: Any) -> dict[str, Any]:

@@ -13,11 +13,10 @@ from langgraph.runtime import Runtime
 from grounded_agent.citations import Checked, check_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge.reading import model_doubt, model_sentences
 from grounded_agent.languages import code_of
 from grounded_agent.model_calls import Fallback
-from grounded_agent.nodes._common import ctx_of, nonempty, step
+from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, step
 from grounded_agent.schemas import Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
 from grounded_agent.support_judge import judge_support, words_stated
@@ -94,9 +93,7 @@ def _instead(
         return check_answer("", evidence), "abstained", step(
             state, "check_citations", decision,
             f"{why}, and offline the evidence answers nothing: no answer")
-    extract = draft.get("extract")
-    if extract is None:
-        extract = extractive_draft(str(state["question"]), evidence)
+    extract = offline_extract(draft, str(state["question"]), evidence)
     return check_answer(extract, evidence), "extractive", step(
         state, "check_citations", decision, f"{why}; the answer was extracted from the sources")
 

@@ -12,10 +12,9 @@ from grounded_agent.citations import MARKER
 from grounded_agent.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.extractive import extractive_draft
 from grounded_agent.languages import name_of, translation_needed
 from grounded_agent.model_calls import Fallback, ask_model
-from grounded_agent.nodes._common import ctx_of, nonempty, step
+from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, step
 from grounded_agent.nodes._judged import judged_draft
 from grounded_agent.prompts.answer import ANSWER_USER
 from grounded_agent.prompts.sources import render_sources
@@ -45,7 +44,6 @@ async def draft_answer(
     evidence = list(turn.get("evidence") or [])
     model = deps.model(ctx)
     held: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]
-    extract = held.get("extract")  # built by score_confidence for the same evidence
     turn_update: dict[str, Any] = {}
     # asked for another language than the sources': written and checked in theirs first
     write_in = translation_needed(state.get("language"), (e.language for e in evidence))
@@ -77,12 +75,12 @@ async def draft_answer(
         text, how, entry = _unmarked(state, text, evidence)
         if how == "abstained" and ctx.judge_model_answers:
             # the offline verdict decides whether there is an answer, and it found one
-            text, how, entry = _overruled(state, question, evidence, extract)
+            text, how, entry = _overruled(state, offline_extract(held, question, evidence))
         trail.append(entry)
     elif not text:
         # no reply, or an empty one: the evidence is quoted (a model's empty reply stays "model"
         # so that the citation check treats it as the model's draft it stands in for)
-        text = extract if extract is not None else extractive_draft(question, evidence)
+        text = offline_extract(held, question, evidence)
         if state.get("language"):
             trail.append(step(state, "draft_answer", "language_not_applied",
                               "an extracted answer quotes its sources in their own language"))
@@ -109,14 +107,11 @@ def _unmarked(
                                "the draft had no markers and no sentence near a passage")
 
 
-def _overruled(
-    state: AgentState, question: str, evidence: list[Finding], extract: str | None
-) -> tuple[str, DraftHow, dict[str, Any]]:
+def _overruled(state: AgentState, extract: str) -> tuple[str, DraftHow, dict[str, Any]]:
     """Context.judge_model_answers: a small model's "the sources do not answer" is a judgement
     of the level, which it is not trusted with; offline's verdict found an answer, so offline's
     answer, its extract of the evidence, stands in (checked as every answer is)."""
-    text = extract if extract is not None else extractive_draft(question, evidence)
-    return text, "extractive", step(
+    return extract, "extractive", step(
         state, "draft_answer", "model_abstention_overruled",
         "the model said the sources do not answer, but the offline verdict, final with "
         "judge_model_answers, found an answer: the answer was extracted from the sources")

@@ -196,7 +196,7 @@ def postmaster_hint(pgdata: Path) -> str:
     another, since removed, installation keeps the data directory and fails every start here."""
     import psutil
 
-    running = postmasters_of(pgdata) if pgdata.exists() else []
+    running = postmasters_of(pgdata)
     if not running:
         return ""
     where = []
