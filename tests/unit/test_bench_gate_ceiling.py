@@ -1,0 +1,56 @@
+"""benchmarks/bench_gate_ceiling.py: its ceiling never breaks the limits it reports against, and
+its arithmetic (credit, shares, the AUC a target needs) is the evaluation's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.benchmarks import load_benchmark
+
+BENCH = load_benchmark("bench_gate_ceiling")
+
+
+def row(kind: str, right: bool, signal: float, answers: bool = True) -> dict[str, Any]:
+    x = [signal] + [0.0] * (len(BENCH.FEATURES) - 1)
+    return {"set": "s", "kind": kind, "answers": answers, "right": right, "x": x}
+
+
+def test_credit_is_the_evaluations() -> None:
+    rows = [row("answerable", True, 1.0), row("answerable", False, 0.0),
+            row("out_of_kb", False, 0.0), row("unanswerable_in_kb_topic", False, 0.0)]
+    assert BENCH.credited(rows, [True, True, True, True]) == pytest.approx(-2 / 4)
+    # abstaining: nothing gained on the answerable, +1 on each question with nothing to answer
+    assert BENCH.credited(rows, [False, False, False, False]) == pytest.approx(2 / 4)
+
+
+def test_shares_count_abstentions_apart_by_kind() -> None:
+    rows = [row("answerable", True, 1.0), row("answerable", False, 0.0),
+            row("out_of_kb", False, 0.0), row("unanswerable_in_kb_topic", False, 0.0)]
+    t = BENCH.tally(rows, [True, True, False, True])
+    assert (t["right"], t["wrong"], t["out_of_kb"], t["near_miss"]) == (50.0, 50.0, 100.0, 0.0)
+
+
+def test_a_separating_signal_gives_a_gate_with_every_right_answer_and_no_wrong_one() -> None:
+    rows = [row("answerable", True, 1.0 + i / 100) for i in range(12)]
+    rows += [row("answerable", False, -1.0 - i / 100) for i in range(8)]
+    rows += [row("out_of_kb", False, -1.0) for _ in range(5)]
+    best, auc = BENCH.frontier(rows, 8.0, 0.0, 97.0)
+    assert best is not None and best["right"] == pytest.approx(60.0) and best["wrong"] == 0.0
+    assert best["out_of_kb"] == 100.0 and auc == 1.0
+
+
+def test_the_ceiling_never_passes_more_wrong_answers_than_the_limit() -> None:
+    # the signal says nothing: every cut-off that answers the right ones answers wrong ones too
+    rows = [row("answerable", i % 2 == 0, float(i % 3)) for i in range(40)]
+    best, _ = BENCH.frontier(rows, 8.0, 0.0, 0.0)
+    assert best is None or best["wrong"] <= 8.0
+    loose, _ = BENCH.frontier(rows, 100.0, 0.0, 0.0)
+    assert loose is not None and loose["right"] == 50.0  # the control: without the limit, all
+
+
+def test_the_needed_auc_grows_with_what_a_target_asks() -> None:
+    assert BENCH.needed_auc(0.5, 0.5) == pytest.approx(0.5, abs=1e-6)
+    assert BENCH.needed_auc(0.92, 0.38) == pytest.approx(0.88, abs=0.01)
+    assert BENCH.needed_auc(0.95, 0.2) > BENCH.needed_auc(0.92, 0.38)
