@@ -42,15 +42,12 @@ sys.path.insert(0, str(ROOT))  # evals/ lives in the checkout
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir, load_swapped_set  # noqa: E402
-from evals.grading import contains_answer  # noqa: E402
-from evals.harness import aingest, open_eval_store  # noqa: E402
+from evals.harness import ingested  # noqa: E402
 from evals.splits import kb_half, select  # noqa: E402
-from grounded_agent.citations import check_answer  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
-from grounded_agent.extractive import extractive_draft  # noqa: E402
 from grounded_agent.judge import load_judge  # noqa: E402
 from grounded_agent.judge.reading import read  # noqa: E402
-from grounded_agent.scoring import decisive, local_confidence, signals  # noqa: E402
+from grounded_agent.scoring import signals  # noqa: E402
 
 CALIBRATE: Any = importlib.import_module("calibrate_judge")
 FEATURES = ("relevance", "top_gap", "coverage", "top_coverage", "missing_names", "local_verdict",
@@ -64,44 +61,30 @@ async def collect(
     """Per question: its kind, whether the ungated extract is right, and every signal."""
     judge = load_judge()
     manifest = judge.manifest
-    store = open_eval_store(eval_set)
-    try:
-        await aingest(eval_set, store, progress=False)
-        rows: list[Row] = []
+    rows: list[Row] = []
+    async with ingested(eval_set) as store:
         for q in questions:
             found = await store.asearch(q.question, k=ctx.top_k)
-            row: Row = {"set": name, "id": q.id, "kind": q.kind, "note": q.note, "answers": False, "right": False,
-                        "x": [0.0] * len(FEATURES)}
+            row: Row = {"set": name, "id": q.id, "kind": q.kind, "note": q.note,
+                        "answers": False, "right": False, "x": [0.0] * len(FEATURES)}
             if found:
-                extract = extractive_draft(q.question, found)
-                checked = check_answer(extract, found)
-                cited = [c.source_id for c in checked.citations]
-                row["answers"] = bool(cited)
-                row["right"] = bool(q.should_answer and q.gold_doc_id in cited
-                                    and contains_answer(checked.text, q.answers))
+                row["answers"], row["right"] = CALIBRATE.graded(q, found)
+                usable, conf, local = CALIBRATE.first_attempt(q.question, found, ctx)
                 s = signals(q.question, found)
                 reading = read(q.question, found, judge)
-                usable = [f for f in found if f.score >= ctx.low_threshold]
-                verdict = decisive(q.question, usable, ctx.found_threshold, ctx.low_threshold)
-                conf = verdict[0] if verdict else local_confidence(
-                    q.question, usable, ctx.found_threshold, ctx.low_threshold)
-                agent = (bool(usable) and conf.can_answer and conf.level in ("HIGH", "MEDIUM")
-                         and reading.quoted >= manifest.veto
-                         and reading.best - reading.quoted <= manifest.margin)
+                # the agent reads only the passages it kept
+                kept = read(q.question, usable, judge) if local else reading
+                agent = (local and kept.quoted >= manifest.veto
+                         and kept.best - kept.quoted <= manifest.margin)
                 gap = found[0].score - (found[1].score if len(found) > 1 else 0.0)
                 row["x"] = [s.best_score, gap, s.coverage, s.top_coverage, float(bool(s.missing)),
                             float(conf.can_answer), reading.quoted, reading.best,
                             reading.best - reading.quoted, float(agent)]
                 row["agent"] = agent
                 if agent:  # the agent quotes from the passages it kept, which may differ
-                    mine = check_answer(extractive_draft(q.question, usable), usable)
-                    row["agent_right"] = bool(
-                        q.should_answer and q.gold_doc_id in [c.source_id for c in mine.citations]
-                        and contains_answer(mine.text, q.answers))
+                    row["agent_right"] = CALIBRATE.graded(q, usable)[1]
             rows.append(row)
-        return rows
-    finally:
-        await store.aclose()
+    return rows
 
 
 class Gate:

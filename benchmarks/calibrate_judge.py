@@ -34,13 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # evals/ lives in 
 
 from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir, load_swapped_set
 from evals.grading import contains_answer
-from evals.harness import aingest, open_eval_store
+from evals.harness import ingested
 from evals.splits import kb_half, select
 from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import MODEL_DIR, load_judge
 from grounded_agent.judge.reading import read
+from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.scoring import decisive, local_confidence
 
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
@@ -56,35 +57,42 @@ OFF: Cut = (0.0, 1.0)
 Row = dict[str, Any]
 
 
+def first_attempt(question: str, found: list[Finding], ctx: Context
+                  ) -> tuple[list[Finding], Confidence, bool]:
+    """What the offline agent keeps of a search, its local verdict, and whether it answers."""
+    usable = [f for f in found if f.score >= ctx.low_threshold]
+    verdict = decisive(question, usable, ctx.found_threshold, ctx.low_threshold)
+    conf = verdict[0] if verdict else local_confidence(
+        question, usable, ctx.found_threshold, ctx.low_threshold)
+    return usable, conf, bool(usable) and conf.can_answer and conf.level in ("HIGH", "MEDIUM")
+
+
+def graded(q: EvalQuestion, evidence: list[Finding]) -> tuple[bool, bool]:
+    """Whether the offline extract of these passages cites any, and whether it is right (the gold
+    citation and the answer's words)."""
+    checked = check_answer(extractive_draft(q.question, evidence), evidence)
+    cited = [c.source_id for c in checked.citations]
+    right = q.should_answer and q.gold_doc_id in cited and contains_answer(checked.text, q.answers)
+    return bool(cited), bool(right)
+
+
 async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context) -> list[Row]:
     """Per question: kind, whether the rules answer, whether that answer is right, and the judge's
     reading (its best probability for the quoted sentences, and for any candidate sentence)."""
     judge = load_judge()
-    store = open_eval_store(eval_set)
-    try:
-        await aingest(eval_set, store, progress=False)
-        rows: list[Row] = []
+    rows: list[Row] = []
+    async with ingested(eval_set) as store:
         for q in questions:
             found = await store.asearch(q.question, k=ctx.top_k)
-            usable = [f for f in found if f.score >= ctx.low_threshold]
-            verdict = decisive(q.question, usable, ctx.found_threshold, ctx.low_threshold)
-            conf = verdict[0] if verdict else local_confidence(
-                q.question, usable, ctx.found_threshold, ctx.low_threshold)
-            answers = bool(usable) and conf.can_answer and conf.level in ("HIGH", "MEDIUM")
+            usable, _, answers = first_attempt(q.question, found, ctx)
             row: Row = {"id": q.id, "kind": q.kind, "answers": answers, "right": False, "j": 0.0,
                         "b": 0.0}
             if answers:
-                checked = check_answer(extractive_draft(q.question, usable), usable)
-                cited = [c.source_id for c in checked.citations]
-                row["answers"] = bool(cited)
-                row["right"] = (q.should_answer and q.gold_doc_id in cited
-                                and contains_answer(checked.text, q.answers))
+                row["answers"], row["right"] = graded(q, usable)
                 reading = read(q.question, usable, judge)
                 row["j"], row["b"] = reading.quoted, reading.best
             rows.append(row)
-        return rows
-    finally:
-        await store.aclose()
+    return rows
 
 
 def stands(r: Row, cut: Cut) -> bool:

@@ -8,7 +8,8 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,17 @@ async def aingest(eval_set: EvalSet, store: KnowledgeStore, progress: bool) -> I
     from grounded_agent.store import aingest_paths
 
     return await aingest_paths([kb_file(eval_set, store)], store, progress=progress)
+
+
+@asynccontextmanager
+async def ingested(eval_set: EvalSet) -> AsyncIterator[KnowledgeStore]:
+    """The set's evaluation store with its documents in, closed when the block ends."""
+    store = open_eval_store(eval_set)
+    try:
+        await aingest(eval_set, store, progress=False)
+        yield store
+    finally:
+        await store.aclose()
 
 
 @dataclass
