@@ -33,6 +33,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))  # evals/ lives in the checkout
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir, load_swapped_set  # noqa: E402
+from evals.grading import Outcome, credited_score  # noqa: E402
 from evals.harness import ingested  # noqa: E402
 from evals.splits import kb_half, select  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
@@ -49,7 +51,9 @@ from grounded_agent.judge import load_judge  # noqa: E402
 from grounded_agent.judge.reading import read  # noqa: E402
 from grounded_agent.scoring import signals  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
 CALIBRATE: Any = importlib.import_module("calibrate_judge")
+TRAIN: Any = importlib.import_module("train_judge")  # scripts/, beside benchmarks/
 FEATURES = ("relevance", "top_gap", "coverage", "top_coverage", "missing_names", "local_verdict",
             "judge_quoted", "judge_best", "judge_lead", "agent_answers")
 Row = dict[str, Any]
@@ -114,13 +118,6 @@ class Gate:
         return np.asarray(1.0 / (1.0 + np.exp(-z @ self.w)))
 
 
-def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
-    if not pos or not neg:
-        return float("nan")
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
-
-
 def tally(rows: list[Row], answered: Sequence[bool], right: str = "right") -> dict[str, float]:
     """Right and wrong of the answerable, abstained of each unanswerable kind, in per cent."""
     ans = [(r, a) for r, a in zip(rows, answered, strict=True) if r["kind"] == "answerable"]
@@ -149,29 +146,22 @@ def frontier(rows: list[Row], wrong_max: float, near_min: float, ook_min: float
             best = t
     ans = [(s, r) for s, r in zip(score, rows, strict=True) if r["kind"] == "answerable"
            and r["answers"]]
-    return best, auc([s for s, r in ans if r["right"]], [s for s, r in ans if not r["right"]])
+    pos = np.array([s for s, r in ans if r["right"]])
+    neg = np.array([s for s, r in ans if not r["right"]])
+    return best, TRAIN.pair_order_auc(pos, neg) if len(pos) and len(neg) else float("nan")
 
 
 def needed_auc(right_kept: float, wrong_kept: float) -> float:
     """The AUC a gate needs (equal-variance normal scores) to keep these shares of right and of
     wrong answers."""
-    def z(p: float) -> float:
-        p = min(max(p, 1e-6), 1 - 1e-6)
-        lo, hi = -10.0, 10.0
-        for _ in range(100):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p else (lo, mid)
-        return lo
-    d = z(right_kept) - z(wrong_kept)
-    return 0.5 * (1 + math.erf(d / 2))
+    normal = NormalDist()
+    d = normal.inv_cdf(min(max(right_kept, 1e-6), 1 - 1e-6)) - normal.inv_cdf(
+        min(max(wrong_kept, 1e-6), 1 - 1e-6))
+    return normal.cdf(d / math.sqrt(2))
 
 
 def line(name: str, t: dict[str, float] | None) -> str:
-    if t is None:
-        return f"  {name:34s} no cut-off meets the limits"
-    near = "    -" if math.isnan(t["near_miss"]) else f"{t['near_miss']:5.1f}"
-    return (f"  {name:34s} right {t['right']:5.1f}%  wrong {t['wrong']:5.1f}%  near-miss "
-            f"abstained {near}%  out-of-KB abstained {t['out_of_kb']:5.1f}%")
+    return f"  {name:34s} " + ("no cut-off meets the limits" if t is None else rates(t))
 
 
 def report(name: str, rows: list[Row], target_right: float, wrong_max: float, near_min: float,
@@ -200,14 +190,11 @@ def report(name: str, rows: list[Row], target_right: float, wrong_max: float, ne
 
 
 def credited(rows: list[Row], answered: Sequence[bool], right: str = "right") -> float:
-    """The evaluation's mean credited score: +1 a right answer or an abstention where there is
-    nothing to answer, -1 a wrong answer or an answer where there is nothing to answer."""
+    """The evaluation's mean credited score (evals.grading.credited_score)."""
     total = 0
     for r, a in zip(rows, answered, strict=True):
-        if r["kind"] == "answerable":
-            total += (1 if r.get(right) else -1) if a else 0
-        else:
-            total += -1 if a else 1
+        outcome: Outcome = ("correct" if r.get(right) else "wrong") if a else "abstained"
+        total += credited_score(outcome, r["kind"] == "answerable")
     return total / max(len(rows), 1)
 
 

@@ -707,11 +707,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         if isinstance(exc, StoreUnavailable):  # what a user can do about it
-            print("The knowledge base's database (DATABASE_URL) could not be reached: check that "
-                  "the server runs and the URL is right." if os.environ.get("DATABASE_URL") else
-                  "The knowledge base's database could not be started: 'grounded-agent db "
-                  "status' shows what runs on its data directory, 'grounded-agent db stop' "
-                  "ends it.", file=sys.stderr)
+            if os.environ.get("DATABASE_URL"):
+                todo = ("The knowledge base's database (DATABASE_URL) could not be reached: "
+                        "check that the server runs and the URL is right.")
+            else:
+                todo = ("The knowledge base's database could not be started: 'grounded-agent db "
+                        "status' shows what runs on its data directory, 'grounded-agent db stop' "
+                        "ends it.")
+            print(todo, file=sys.stderr)
         if args.verbose:
             log.error("details: %s", redacted_traceback(exc))
         return 1
