@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -15,7 +17,13 @@ from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.route_request import ROUTE_REQUEST_SYSTEM
-from grounded_agent.schemas import DEFAULT_THRESHOLDS, SOURCE_NAMES, SourceName, Thresholds
+from grounded_agent.schemas import (
+    DEFAULT_THRESHOLDS,
+    SOURCE_NAME_PATTERN,
+    SOURCE_NAMES,
+    SourceName,
+    Thresholds,
+)
 
 MODEL_LOW_THRESHOLD = 0.35
 """With a model, where the relevance floor lies. Chosen on SQuAD and three project knowledge bases
@@ -27,31 +35,43 @@ MAX_ATTEMPTS = 2
 
 
 def default_sources() -> list[SourceName]:
-    """GROUNDED_AGENT_SOURCES (comma-separated) or the knowledge base alone."""
+    """GROUNDED_AGENT_SOURCES (comma-separated), or none: the graph's own default then
+    (`Deps.default_sources`)."""
     raw = os.environ.get("GROUNDED_AGENT_SOURCES", "")
-    return parse_sources(raw) if raw.strip() else ["knowledge_base"]
+    return parse_sources(raw) if raw.strip() else []
 
 
 def parse_sources(raw: str | list[str]) -> list[SourceName]:
-    """Validates a source list; raises ValueError naming the unknown entries."""
+    """Validates a source list's form (names, no duplicates); raises ValueError naming the
+    malformed entries. Whether a graph has a source of that name is the graph's to say
+    (`Deps.source_names`): a user's own source is as good a name as a built-in one."""
     if not isinstance(raw, str | list | tuple):
         raise ValueError("sources must be a list of names or a comma-separated text")
     given = raw.split(",") if isinstance(raw, str) else list(raw)
     if not all(isinstance(s, str) for s in given):
-        raise ValueError("each source must be a name: knowledge_base, wikipedia or web")
+        raise ValueError(f"each source must be a name, such as {', '.join(SOURCE_NAMES)}")
     items = [s.strip() for s in given if s.strip()]
-    unknown = [s for s in items if s not in SOURCE_NAMES]
-    if unknown:
-        # quoted and cut: a name as given may hold line breaks or be very long
-        shown = ", ".join(repr(s) if len(s) <= 40 else repr(s[:40]) + "…" for s in unknown[:5])
-        raise ValueError(f"unknown source(s): {shown}; choose from {', '.join(SOURCE_NAMES)}")
+    malformed = [s for s in items if not _SOURCE_NAME.fullmatch(s)]
+    if malformed:
+        raise ValueError(
+            f"not a source name: {shown_names(malformed)}; a name is a letter, then up to 63 "
+            "letters, digits, '_' or '-'"
+        )
     out: list[SourceName] = []
     for s in items:
         if s not in out:
-            out.append(s)  # type: ignore[arg-type]
+            out.append(s)
     if not out:
         raise ValueError("at least one source is needed")
     return out
+
+
+def shown_names(names: Sequence[str]) -> str:
+    """Names as given, quoted and cut: a name may hold line breaks or be very long."""
+    return ", ".join(repr(s) if len(s) <= 40 else repr(s[:40]) + "…" for s in names[:5])
+
+
+_SOURCE_NAME = re.compile(SOURCE_NAME_PATTERN)
 
 
 FLAGGED_DOCUMENTS = ("exclude", "include")
@@ -96,7 +116,10 @@ class Context:
     )
     sources: list[str] = field(
         default_factory=lambda: list(default_sources()),
-        metadata={"description": "Sources searched when the input names none."},
+        metadata={
+            "description": "Sources searched when the input names none; empty: the graph's "
+            "default (the sources brought to build_graph, else knowledge_base)."
+        },
     )
     found_threshold: float = field(
         default=DEFAULT_THRESHOLDS.found,
@@ -302,7 +325,7 @@ class Context:
             raise ValueError("judge_margin must be between 0 and 1")
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
-        self.sources = list(parse_sources(self.sources))
+        self.sources = list(parse_sources(self.sources)) if self.sources else []
         for name in ("time_budget_s", "model_timeout_s"):
             if not float(getattr(self, name)) > 0:  # also refuses nan
                 raise ValueError(f"{name} must be above 0")

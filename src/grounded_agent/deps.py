@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from grounded_agent.context import Context
 from grounded_agent.judge import Judge, load_judge
 from grounded_agent.model_calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
-from grounded_agent.schemas import SourceName, Thresholds
+from grounded_agent.schemas import SOURCE_NAMES, SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
 
 if TYPE_CHECKING:
@@ -188,15 +188,28 @@ class Deps:
                 self.store = default_store()
             return self.store
 
+    def source_names(self) -> list[SourceName]:
+        """Every source this graph can search: the built-in ones, and those brought to it."""
+        return [*(n for n in SOURCE_NAMES if n not in (self.tools or {})), *(self.tools or {})]
+
+    def default_sources(self) -> list[SourceName]:
+        """What a run searches when neither its input nor its Context names sources: the
+        sources brought to build_graph that are not built in (a user who brings a retriever
+        means it), else the knowledge base (or the one brought in its place)."""
+        own = [n for n in self.tools or {} if n not in SOURCE_NAMES]
+        return own or ["knowledge_base"]
+
     def available_tools(self, ctx: Context, names: Sequence[str]) -> dict[SourceName, SourceTool]:
-        """The allow-list for this run: injected tools, or the default ones for the named sources."""
-        if self.tools is not None:
-            return {n: t for n, t in self.tools.items() if n in names}
+        """The allow-list for this run: the named sources, each the tool brought under its name
+        or the built-in one (built only when a run names it)."""
+        given = {n: t for n, t in (self.tools or {}).items() if n in names}
+        if all(n in given for n in names):
+            return given
         # thresholds are applied again by check_grounding, so tools need not vary with them;
         # the key holds only what a client may change, and the cache keeps a few entries
         key = (ctx.wikipedia_language, ctx.tool_timeout_s, ctx.flagged_documents)
         cached = self._cached(self._tool_cache, key, lambda: self._default_tools(ctx), TOOL_CACHE_SIZE)
-        return {n: t for n, t in cached.items() if n in names}
+        return {n: given.get(n) or cached[n] for n in names if n in given or n in cached}
 
     def _default_tools(self, ctx: Context) -> dict[SourceName, SourceTool]:
         from grounded_agent.store.relevance import CalibratedRelevance

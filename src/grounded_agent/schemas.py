@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from grounded_agent.documents import DocumentList, DocumentQuery
 from grounded_agent.errors import InvalidQuestion as InvalidQuestion
 from grounded_agent.inputs import text_problem
 
-SourceName = Literal["knowledge_base", "wikipedia", "web"]
-SOURCE_NAMES: tuple[SourceName, ...] = ("knowledge_base", "wikipedia", "web")
+SOURCE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+"""What a source may be called: a chat model's tool name (letters, digits, `_`, `-`; 64 at
+most), starting with a letter."""
+
+SourceName = Annotated[str, StringConstraints(pattern=SOURCE_NAME_PATTERN)]
+"""A built-in source (`SOURCE_NAMES`) or one the user brought (`grounded_agent.sources`)."""
+
+SOURCE_NAMES: tuple[str, ...] = ("knowledge_base", "wikipedia", "web")
+"""The built-in sources."""
 
 OutcomeStatus = Literal["found", "low_relevance", "not_found", "error"]
 ErrorKind = Literal[

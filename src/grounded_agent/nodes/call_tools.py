@@ -60,7 +60,7 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
     # the first call builds the default tools and loads the embedding model: not on the loop
     tools = await asyncio.to_thread(deps.available_tools, ctx, wanted)
     outcomes: list[tuple[str, ToolOutcome]] = [
-        ("", ToolOutcome.error(name, query, "config", "source not configured"))  # type: ignore[arg-type]
+        ("", ToolOutcome.error(name, query, "config", "source not configured"))
         for name in wanted
         if name not in tools  # requested, but this deployment has no such tool
     ]
@@ -114,7 +114,7 @@ class _Review:
         for tc in ai_message.tool_calls:
             call_id = tc.get("id") or f"call_{uuid.uuid4().hex[:8]}"
             name = tc.get("name", "")
-            tool = self.tools.get(name)  # type: ignore[call-overload]
+            tool = self.tools.get(name)
             reason, parsed = self._check(name, tool, dict(tc.get("args") or {}))
             if reason is not None or tool is None or parsed is None:
                 self._reject(call_id, name, reason)

@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from grounded_agent.context import Context, parse_sources
+from grounded_agent.context import Context, parse_sources, shown_names
 from grounded_agent.deps import Deps
 from grounded_agent.model_calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, step
@@ -33,7 +33,7 @@ async def prepare_question(
     """Fails fast on bad input, so nothing is searched or spent for a question that is not one."""
     ctx = ctx_of(runtime)
     question = validate_question(state.get("question"))
-    requested = _requested(state, ctx)
+    requested = _requested(state, ctx, deps)
     model = deps.model(ctx)
     turn = new_turn(
         run_id=uuid.uuid4().hex[:12],
@@ -81,15 +81,23 @@ async def prepare_question(
     }
 
 
-def _requested(state: AgentState, ctx: Context) -> list[SourceName]:
-    """The sources to search. In a thread, `sources` may still hold the previous turn's reports:
-    only a list of names counts."""
+def _requested(state: AgentState, ctx: Context, deps: Deps) -> list[SourceName]:
+    """The sources to search: the input's, the Context's, or the graph's default; each one the
+    graph has. In a thread, `sources` may still hold the previous turn's reports: only a list of
+    names counts."""
     raw = state.get("sources")
     names = [str(x) for x in raw] if raw and all(isinstance(x, str) for x in raw) else ctx.sources
     try:
-        return parse_sources(names)
+        requested = parse_sources(names) if names else deps.default_sources()
     except ValueError as exc:
         raise InvalidQuestion(str(exc)) from exc
+    known = deps.source_names()
+    unknown = [s for s in requested if s not in known]
+    if unknown:
+        raise InvalidQuestion(
+            f"unknown source(s): {shown_names(unknown)}; choose from {', '.join(known)}"
+        )
+    return requested
 
 
 def _condense(history: list[dict[str, Any]], question: str) -> list[Any]:
