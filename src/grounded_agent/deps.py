@@ -8,17 +8,19 @@ import asyncio
 import hashlib
 import logging
 import os
+import re
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
 from grounded_agent.context import Context
+from grounded_agent.errors import ModelSetupError
 from grounded_agent.judge import Judge, load_judge
 from grounded_agent.model_calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
-from grounded_agent.schemas import SOURCE_NAMES, SourceName, Thresholds
+from grounded_agent.schemas import SOURCE_NAME_PATTERN, SOURCE_NAMES, SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
 
 if TYPE_CHECKING:
@@ -36,9 +38,54 @@ MODEL_CACHE_SIZE = 8
 """Chat models kept per process (one per model name, base URL and timeout in use)."""
 
 
-def llm_configured() -> bool:
-    """LLM mode needs a key, or a base URL of a local OpenAI-compatible server that needs none."""
+PROVIDERS = frozenset({
+    "anthropic", "anthropic_bedrock", "azure_ai", "azure_openai", "baseten", "bedrock",
+    "bedrock_converse", "cohere", "deepseek", "fireworks", "google_anthropic_vertex",
+    "google_genai", "google_vertexai", "groq", "huggingface", "ibm", "litellm", "mistralai",
+    "nvidia", "ollama", "openai", "openrouter", "perplexity", "together", "upstage", "xai",
+})
+"""The `provider:` prefixes `init_chat_model` knows (langchain 1.x); any other colon is part of
+a model's name (an Ollama tag such as "llama3:8b" at an OpenAI-compatible base URL)."""
+
+
+def provider_of(model: str) -> str | None:
+    """"anthropic:claude-sonnet-4-5" -> "anthropic"; None for a plain model name."""
+    prefix, sep, rest = model.partition(":")
+    return prefix if sep and rest.strip() and prefix in PROVIDERS else None
+
+
+def llm_configured(model: str | None = None) -> bool:
+    """LLM mode needs a key, or a base URL of a local OpenAI-compatible server that needs none,
+    or a model named with its provider (`provider:model`, whose package reads its own key)."""
+    name = model if model is not None else os.environ.get("GROUNDED_AGENT_MODEL", "")
+    provider = provider_of(name)
+    if provider is not None and provider != "openai":
+        return True
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+
+
+def named_chat_model(model: str, *, timeout_s: float) -> BaseChatModel:
+    """A `provider:model` name through LangChain's `init_chat_model`; a missing provider package
+    is a one-line ModelSetupError naming it."""
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise ModelSetupError("provider:model names need the package langchain") from exc
+    provider = provider_of(model) or "openai"
+    try:
+        return init_chat_model(model, temperature=0, timeout=timeout_s, max_retries=1)
+    except ImportError as exc:
+        package = _missing_package(exc, provider)
+        raise ModelSetupError(
+            f"the model {model!r} needs the package {package}: pip install {package}"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise ModelSetupError(f"the model {model!r} cannot be set up: {str(exc)[:200]}") from None
+
+
+def _missing_package(exc: ImportError, provider: str) -> str:
+    found = re.search(r"pip install (?:-U )?([A-Za-z0-9_.\-]+)", str(exc))
+    return found.group(1) if found else "langchain-" + provider.replace("_", "-")
 
 
 def _model_timeout(ctx: Context) -> float:
@@ -53,7 +100,8 @@ def _model_key(ctx: Context) -> tuple[Hashable, ...]:
     event loop it runs on (its HTTP connections belong to one loop)."""
     secret = hashlib.sha256((os.environ.get("OPENAI_API_KEY") or "").encode()).hexdigest()
     base_url = os.environ.get("OPENAI_BASE_URL") or None
-    return (ctx.model, base_url, _model_timeout(ctx), llm_configured(), secret, _loop_id())
+    return (ctx.model, base_url, _model_timeout(ctx), llm_configured(ctx.model), secret,
+            _loop_id())
 
 
 def _loop_id() -> int | None:
@@ -64,13 +112,17 @@ def _loop_id() -> int | None:
 
 
 def default_chat_model(ctx: Context) -> BaseChatModel | None:
-    """ChatOpenAI when a key or base URL is set, else None: the agent then runs offline."""
-    if not llm_configured():
+    """ChatOpenAI when a key or base URL is set, a `provider:model` through init_chat_model,
+    else None: the agent then runs offline."""
+    if not llm_configured(ctx.model):
         return None
+    provider = provider_of(ctx.model)
+    if provider is not None and provider != "openai":
+        return named_chat_model(ctx.model, timeout_s=_model_timeout(ctx))
     import httpx
 
     return _portable_chat_openai()(
-        model=ctx.model,
+        model=ctx.model.removeprefix("openai:"),
         base_url=os.environ.get("OPENAI_BASE_URL") or None,
         api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
         temperature=0,
@@ -125,6 +177,47 @@ def portable_payload(payload: dict[str, Any], *, local: bool) -> dict[str, Any]:
     return payload
 
 
+def checked_tools(tools: object) -> dict[SourceName, SourceTool] | None:
+    """`build_graph(tools=...)` as given, or a TypeError naming what each entry should be."""
+    if tools is None:
+        return None
+    if not isinstance(tools, Mapping):
+        raise TypeError(f"tools must be a dict of source name to SourceTool, not {type(tools).__name__}")
+    out: dict[SourceName, SourceTool] = {}
+    for name, tool in tools.items():
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise ValueError(
+                f"tools: {name!r} is not a source name (a letter, then up to 63 letters, digits, "
+                "'_' or '-')"
+            )
+        if not isinstance(tool, SourceTool):
+            raise TypeError(f"tools[{name!r}] must be a grounded_agent SourceTool, not "
+                            f"{type(tool).__name__}{_wrap_hint(tool, name)}")
+        if tool.name != name:
+            raise ValueError(f"tools[{name!r}] is the source {tool.name!r}: give it the same name")
+        out[name] = tool
+    return out
+
+
+def _wrap_hint(part: object, name: str) -> str:
+    """How to make a source of what was given instead."""
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.tools import BaseTool
+    from langchain_core.vectorstores import VectorStore
+
+    if isinstance(part, BaseRetriever):
+        return f"; wrap it: grounded_agent.sources.from_retriever(retriever, name={name!r})"
+    if isinstance(part, VectorStore):
+        return f"; wrap it: grounded_agent.sources.from_vectorstore(vectorstore, name={name!r})"
+    if isinstance(part, BaseTool):
+        return ("; a LangChain tool returns text the agent cannot cite: wrap the retriever "
+                f"behind it with grounded_agent.sources.from_retriever(retriever, name={name!r})")
+    return ""
+
+
+_TOOL_NAME = re.compile(SOURCE_NAME_PATTERN)
+
+
 def default_store() -> KnowledgeStore:
     from grounded_agent.store import open_store
 
@@ -135,7 +228,7 @@ def default_store() -> KnowledgeStore:
 class Deps:
     """What `build_graph` injects. Anything left unset is built on first use, never at import."""
 
-    chat_model: BaseChatModel | Literal["auto"] | None = AUTO
+    chat_model: BaseChatModel | str | None = AUTO
     store: KnowledgeStore | None = None
     tools: dict[SourceName, SourceTool] | None = None
     judge: Judge | None = None
@@ -147,6 +240,28 @@ class Deps:
     _model_cache: dict[tuple[Hashable, ...], BaseChatModel | None] = field(
         default_factory=dict, repr=False
     )
+
+    def __post_init__(self) -> None:
+        """A wrong part fails here, when the graph is built, naming what was expected; a model
+        named as text is built now, so a missing provider package says so at once."""
+        self.tools = checked_tools(self.tools)
+        if isinstance(self.chat_model, str) and self.chat_model != AUTO:
+            self.chat_model = named_chat_model(self.chat_model, timeout_s=Context().model_timeout_s)
+        elif not (self.chat_model is None or self.chat_model == AUTO
+                  or isinstance(self.chat_model, BaseChatModel)):
+            raise TypeError(
+                "chat_model must be a langchain_core BaseChatModel, a 'provider:model' name, "
+                f"'auto' or None (offline), not {type(self.chat_model).__name__}"
+            )
+        if self.store is not None:
+            from grounded_agent.store import KnowledgeStore
+
+            if not isinstance(self.store, KnowledgeStore):
+                raise TypeError(
+                    "store must be a grounded_agent KnowledgeStore (open_store()), not "
+                    f"{type(self.store).__name__}; bring a vector store of your own as a source: "
+                    "tools={'my_docs': grounded_agent.sources.from_vectorstore(vs, name='my_docs')}"
+                )
 
     def model(self, ctx: Context) -> BaseChatModel | None:
         """The injected chat model, or the default one (`default_chat_model`), built once per model name, base URL and

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from grounded_agent.context import Context
-from grounded_agent.deps import AUTO, Deps
+from grounded_agent.deps import AUTO, Deps, checked_tools
 from grounded_agent.graph.routing import (
     route_after_answer,
     route_after_check,
@@ -50,19 +51,23 @@ translation, answer, the coverage note) plus slack; the attempt cap is enforced 
 
 def build_graph(
     *,
-    chat_model: BaseChatModel | Literal["auto"] | None = AUTO,
+    chat_model: BaseChatModel | str | None = AUTO,
     store: KnowledgeStore | None = None,
-    tools: dict[SourceName, SourceTool] | None = None,
+    tools: Mapping[SourceName, SourceTool] | None = None,
     checkpointer: Checkpointer = None,
 ) -> CompiledStateGraph[Any, Context, Any, Any]:
-    """The graph with its parts injected; anything not passed is built on first use.
+    """The graph with its parts injected; anything not passed is built on first use. A wrong
+    part is a TypeError here, naming what was expected.
 
-    chat_model=None forces offline mode; "auto" (the default) picks ChatOpenAI when
-    OPENAI_API_KEY or OPENAI_BASE_URL is set. `store` backs the default knowledge_base tool;
-    `tools` replaces the default tools (the allow-list is then exactly these).
+    chat_model: any BaseChatModel; a "provider:model" name (LangChain's init_chat_model); None
+    forces offline mode; "auto" (the default) picks ChatOpenAI when OPENAI_API_KEY or
+    OPENAI_BASE_URL is set (or GROUNDED_AGENT_MODEL names a provider). `store` backs the
+    built-in knowledge_base. `tools` adds sources under their names (grounded_agent.sources),
+    or replaces the built-in source of that name; a run searches them by default.
     """
     return compile_graph(
-        Deps(chat_model=chat_model, store=store, tools=tools), checkpointer=checkpointer
+        Deps(chat_model=chat_model, store=store, tools=checked_tools(tools)),
+        checkpointer=checkpointer,
     )
 
 
