@@ -7,6 +7,7 @@ from typing import Any
 from grounded_agent.api import (
     aask,
     aingest,
+    as_node,
     ask,
     astream,
     get_document,
@@ -33,6 +34,7 @@ __all__ = [
     "aask",
     "agent",
     "aingest",
+    "as_node",
     "asearch",
     "ask",
     "astream",

@@ -201,3 +201,52 @@ def get_document(doc_id: str, *, store: KnowledgeStore | None = None) -> Documen
 def remove_document(doc_id: str, *, store: KnowledgeStore | None = None) -> Removal | None:
     """Stops searching a document at once (all its versions); None if there is no such id."""
     return _store(store).remove_document(validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS))
+
+
+# --- the agent inside a graph of one's own --------------------------------------------------------
+
+
+def as_node(
+    graph: Graph | None = None,
+    *,
+    question_key: str = "question",
+    answer_key: str = "answer",
+    status_key: str | None = "status",
+    citations_key: str | None = "citations",
+    result_key: str | None = None,
+    sources: list[str] | None = None,
+    context: Context | None = None,
+) -> Callable[[Any], Any]:
+    """The agent as one node of a user's `StateGraph`: it reads the question from
+    `question_key` (with `question_key="messages"`, the last human message) and writes the
+    checked answer to `answer_key` (as an AI message where that key is "messages"), the status
+    to `status_key`, the citations (dicts) to `citations_key` and, if asked, the whole
+    `AgentResult` (a dict) to `result_key`; a key set to None is not written. A state without
+    the question key is an error naming it, never a silent no-op."""
+    from langchain_core.messages import AIMessage, BaseMessage
+
+    async def grounded_answer(state: Any) -> dict[str, Any]:
+        value = state.get(question_key) if isinstance(state, dict) else getattr(
+            state, question_key, None
+        )
+        if value is None:
+            raise KeyError(
+                f"grounded_answer reads the question from the state key {question_key!r}, which "
+                "this state lacks or left empty; name the right one: as_node(question_key=...)"
+            )
+        if question_key == "messages":
+            humans = [m for m in value if isinstance(m, BaseMessage) and m.type == "human"]
+            value = humans[-1].text if humans else ""
+        result = await aask(str(value), graph=graph, sources=sources, context=context)
+        out: dict[str, Any] = {
+            answer_key: [AIMessage(result.answer)] if answer_key == "messages" else result.answer
+        }
+        if status_key:
+            out[status_key] = result.status
+        if citations_key:
+            out[citations_key] = [c.model_dump(mode="json") for c in result.citations]
+        if result_key:
+            out[result_key] = result.model_dump(mode="json")
+        return out
+
+    return grounded_answer

@@ -254,13 +254,19 @@ class Deps:
                 f"'auto' or None (offline), not {type(self.chat_model).__name__}"
             )
         if self.store is not None:
-            from grounded_agent.store import KnowledgeStore
+            from langchain_core.retrievers import BaseRetriever
+            from langchain_core.vectorstores import VectorStore
 
-            if not isinstance(self.store, KnowledgeStore):
+            # a KnowledgeStore, or a stand-in with its search (tests inject scripted ones)
+            searches = ("asearch", "asearch_documents")
+            if isinstance(self.store, VectorStore | BaseRetriever) or not any(
+                callable(getattr(self.store, name, None)) for name in searches
+            ):
                 raise TypeError(
                     "store must be a grounded_agent KnowledgeStore (open_store()), not "
-                    f"{type(self.store).__name__}; bring a vector store of your own as a source: "
-                    "tools={'my_docs': grounded_agent.sources.from_vectorstore(vs, name='my_docs')}"
+                    f"{type(self.store).__name__}; bring a vector store or retriever of your own "
+                    "as a source: tools={'my_docs': grounded_agent.sources.from_vectorstore(vs, "
+                    "name='my_docs')}"
                 )
 
     def model(self, ctx: Context) -> BaseChatModel | None:

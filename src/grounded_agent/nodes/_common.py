@@ -78,3 +78,21 @@ def is_repeat(query: str, tried: list[str]) -> bool:
     and its outgoing edge ask the same thing)."""
     norm = " ".join(query.lower().split())
     return any(norm == " ".join(t.lower().split()) for t in tried)
+
+
+class MissingStateKeys(KeyError):
+    """A node of this graph run on a state that lacks the keys it reads: an error, not a run that
+    writes its results to channels nobody reads."""
+
+
+def require_turn(state: Mapping[str, Any], node: str) -> None:
+    """`node` reads the turn prepare_question starts (and the question); in a graph whose state
+    lacks them it would do nothing, silently. Use the agent as one node (grounded_agent.as_node)
+    or the functions of grounded_agent.grounding there instead."""
+    missing = [k for k in ("question", "turn") if not state.get(k)]
+    if missing:
+        raise MissingStateKeys(
+            f"{node} needs the state keys {', '.join(missing)} of grounded_agent.state.AgentState; "
+            "in a graph of your own, add the agent as one node (grounded_agent.as_node) or call "
+            "grounded_agent.grounding's functions"
+        )

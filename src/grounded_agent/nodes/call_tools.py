@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.model_calls import remaining_time
-from grounded_agent.nodes._common import ctx_of, outcomes_of, step
+from grounded_agent.nodes._common import ctx_of, outcomes_of, require_turn, step
 from grounded_agent.nodes._scope import scope_calls
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
 from grounded_agent.state import AgentState, turn_of
@@ -52,6 +52,7 @@ def _sources_to_query(state: AgentState, attempt: int) -> list[str]:
 
 async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps) -> dict[str, Any]:
     """Only allow-listed tools with schema-valid arguments run; everything else is recorded."""
+    require_turn(state, "call_tools")
     ctx = ctx_of(runtime)
     turn = turn_of(state)
     attempt = int(turn.get("attempt") or 1)

@@ -16,7 +16,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.judge.reading import model_doubt, model_sentences
 from grounded_agent.languages import code_of
 from grounded_agent.model_calls import Fallback
-from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, step
+from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, require_turn, step
 from grounded_agent.schemas import Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
 from grounded_agent.support_judge import judge_support, words_stated
@@ -47,6 +47,7 @@ async def check_citations(
     sentence keeps a valid citation, or (Context.judge_model_answers) whose sentences the trained
     judge does not let stand as it would not an offline answer's, gives way to the offline
     answer: the extract of the evidence, or none where offline the evidence answers nothing."""
+    require_turn(state, "check_citations")
     ctx = ctx_of(runtime)
     turn = turn_of(state)
     draft: Draft = dict(turn.get("draft") or {})  # type: ignore[assignment]

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.nodes._common import ctx_of, outcomes_of, step
+from grounded_agent.nodes._common import ctx_of, outcomes_of, require_turn, step
 from grounded_agent.prompts.sources import render_passages
 from grounded_agent.schemas import Finding, ToolOutcome
 from grounded_agent.state import AgentState, turn_of
@@ -71,6 +71,7 @@ def collect_evidence(outcomes: list[ToolOutcome], low: float) -> list[Finding]:
 async def check_grounding(
     state: AgentState, runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
+    require_turn(state, "check_grounding")
     ctx = ctx_of(runtime)
     low = deps.thresholds(ctx).low  # lower with a model that judges (Context.run_thresholds)
     turn = turn_of(state)

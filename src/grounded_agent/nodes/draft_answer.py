@@ -14,7 +14,7 @@ from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.languages import name_of, translation_needed
 from grounded_agent.model_calls import Fallback, ask_model
-from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, step
+from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, require_turn, step
 from grounded_agent.nodes._judged import judged_draft
 from grounded_agent.prompts.answer import ANSWER_USER
 from grounded_agent.prompts.sources import render_sources
@@ -38,6 +38,7 @@ async def draft_answer(
     """One model call writes the draft; without a reply the evidence is quoted instead. Nothing is
     checked here: every draft goes through check_citations. When the local signals left the
     confidence open, the same call judges it (_judged.py): LOW or NOT_RELEVANT drops the draft."""
+    require_turn(state, "draft_answer")
     ctx = ctx_of(runtime)
     question = str(state["question"])
     turn = turn_of(state)

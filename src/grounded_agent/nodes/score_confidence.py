@@ -15,7 +15,7 @@ from grounded_agent.deps import Deps
 from grounded_agent.extractive import extractive_draft
 from grounded_agent.judge import Judge
 from grounded_agent.judge.reading import judge_veto
-from grounded_agent.nodes._common import ctx_of, step
+from grounded_agent.nodes._common import ctx_of, require_turn, step
 from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.scoring import decisive, local_confidence
 from grounded_agent.state import AgentState, Draft, turn_of
@@ -29,6 +29,7 @@ async def score_confidence(
     then, kept if that judgement fails: never a more confident one. With
     Context.judge_model_answers the offline verdict is final: a small model's level is noise
     (README, A local model), so it only writes the answer offline would give."""
+    require_turn(state, "score_confidence")
     ctx = ctx_of(runtime)
     question = str(state["question"])
     evidence = list(turn_of(state).get("evidence") or [])
