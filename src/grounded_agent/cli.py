@@ -13,6 +13,7 @@ from typing import Any
 
 from grounded_agent.blocking import run_blocking
 from grounded_agent.documents import DocumentQuery
+from grounded_agent.errors import ModelSetupError
 from grounded_agent.sample import SAMPLE_KB, SAMPLE_QUESTIONS
 from grounded_agent.schemas import AgentResult, InvalidQuestion
 
@@ -566,7 +567,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    run(host=args.host, port=args.port, verbose=args.verbose)
+    try:
+        run(host=args.host, port=args.port, verbose=args.verbose, graph=args.graph)
+    except ValueError as exc:  # a --graph that names no graph
+        print(f"grounded-agent: serve: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -673,6 +678,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the LangServe endpoint")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--graph", metavar="MODULE:ATTRIBUTE",
+        help="serve your own compiled graph (from build_graph, as in langgraph.json) instead of "
+        "the default agent; the module is imported from the working directory",
+    )
     serve.set_defaults(func=cmd_serve)
     return parser
 
@@ -697,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         return 130
+    except ModelSetupError as exc:  # a setup the user can fix: the message says how
+        print(f"grounded-agent: {args.command}: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # the user gets one line; the details go to the log
         from grounded_agent.redaction import redacted_traceback
         from grounded_agent.store.errors import StoreUnavailable

@@ -629,7 +629,46 @@ def create_app(
     return app
 
 
-def run(host: str = "127.0.0.1", port: int = 8000, *, verbose: bool = False) -> None:
+def load_graph(spec: str) -> Graph:
+    """`module:attribute` (as in langgraph.json) to a compiled graph: the attribute itself, or
+    what it returns when it is a factory taking no arguments. The module is looked up from the
+    working directory first. Raises ValueError with a message a user can act on."""
+    import importlib
+    import os
+    import sys
+
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.pregel import Pregel
+
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"--graph takes module:attribute (my_app.graphs:agent), not {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name.removesuffix(".py").replace("/", "."))
+    except ImportError as exc:
+        raise ValueError(f"--graph: cannot import {module_name!r}: {exc}") from exc
+    value = getattr(module, attribute, None)
+    if value is None:
+        raise ValueError(f"--graph: {module_name!r} has no attribute {attribute!r}")
+    if callable(value) and not isinstance(value, Pregel):
+        try:
+            value = value()
+        except TypeError as exc:
+            raise ValueError(f"--graph: {spec} is neither a graph nor a factory taking no "
+                             f"arguments ({exc})") from exc
+    if not isinstance(value, CompiledStateGraph):
+        raise ValueError(
+            f"--graph: {spec} is a {type(value).__name__}, not a compiled LangGraph graph "
+            "(build_graph(...) or StateGraph(...).compile())"
+        )
+    return value
+
+
+def run(
+    host: str = "127.0.0.1", port: int = 8000, *, verbose: bool = False, graph: str | None = None
+) -> None:
     """`grounded-agent serve`: the endpoint under uvicorn until Ctrl-C. Logs warnings (each
     shed, cancelled or failed request); -v adds uvicorn's access log and the agent's INFO."""
     import sys
@@ -642,6 +681,6 @@ def run(host: str = "127.0.0.1", port: int = 8000, *, verbose: bool = False) -> 
             "serving on %s without GROUNDED_AGENT_API_KEY: anyone who can reach it can use it",
             host,
         )
-    app = create_app(settings=settings)
+    app = create_app(load_graph(graph) if graph else None, settings=settings)
     print(f"grounded-agent: serving on http://{host}:{port} (Ctrl-C to stop)", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, log_level="info" if verbose else "warning")
