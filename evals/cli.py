@@ -133,6 +133,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "only with a single knowledge base")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument(
+        "--through", choices=("store", "vectorstore"), default="store",
+        help="the full graph's source: the built-in store (default), or the same chunks in a "
+        "LangChain InMemoryVectorStore through grounded_agent.sources.from_vectorstore (a "
+        "user's own store; the baselines still read the built-in one)",
+    )
+    parser.add_argument(
         "--judge-split", choices=SPLITS, default="test",
         help="SQuAD questions scored: 'test' (default) drops the articles the offline judge was "
         "trained or tuned on, 'tune' keeps only its tuning articles, 'untrained' drops only the "
@@ -344,7 +350,7 @@ async def _arun_set(
     set_dir: Path,
 ) -> dict[str, Any]:
     """One knowledge base: ingest once, then one run per seed; the report, or the seeds' mean."""
-    from evals.harness import aingest, awarm_up, open_eval_store
+    from evals.harness import USER_SOURCE, aingest, awarm_up, open_eval_store, vectorstore_source
     from evals.report import summarise_seeds
     from grounded_agent.context import Context
     from grounded_agent.deps import AUTO, llm_configured
@@ -373,8 +379,14 @@ async def _arun_set(
             kwargs["time_budget_s"] = args.time_budget
         if args.model_timeout is not None:
             kwargs["model_timeout_s"] = args.model_timeout
-        ctx = Context(sources=["knowledge_base"], **kwargs)
-        graph = build_graph(chat_model=None if offline else AUTO, store=store)
+        model = None if offline else AUTO
+        if args.through == "vectorstore":
+            ctx = Context(sources=[USER_SOURCE], **kwargs)
+            graph = build_graph(chat_model=model, store=store,
+                                tools={USER_SOURCE: await vectorstore_source(store)})
+        else:
+            ctx = Context(sources=["knowledge_base"], **kwargs)
+            graph = build_graph(chat_model=model, store=store)
         counts = await _acounts(store)
         base_meta = {
             "set": spec.label,
@@ -392,6 +404,7 @@ async def _arun_set(
                        "errors": len(ingest.errors), "seconds": round(ingest.elapsed_seconds, 1)},
             "warm_up_seconds": round(warm_s, 1),
             "mode": "offline" if offline else "llm",
+            "through": args.through,
             "sample_per_kind": args.sample if eval_set.sampled else None,
             "judge_split": args.judge_split if eval_set.sampled else None,
             "kinds": list(args.kinds),

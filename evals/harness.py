@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from grounded_agent.store import IngestReport, KnowledgeStore
+    from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
 
@@ -221,3 +222,40 @@ async def awarm_up(store: KnowledgeStore) -> float:
     started = time.perf_counter()
     await store.asearch("warm up", k=1)
     return time.perf_counter() - started
+
+
+USER_SOURCE = "user_vectorstore"
+"""The name the evaluation gives a knowledge base brought as a user would bring it."""
+
+
+async def vectorstore_source(store: KnowledgeStore) -> SourceTool:
+    """The store's searched chunks in a LangChain `InMemoryVectorStore` over the shipped
+    embeddings, as a source through `grounded_agent.sources.from_vectorstore`: what a user with
+    the same documents in a vector store of their own would bring (no full-text half, no
+    knowledge-base term statistics), so the calibration across sources is measured."""
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from sqlalchemy import text
+
+    from grounded_agent.sources import from_vectorstore
+    from grounded_agent.store.embeddings import local_embeddings
+
+    engine = await store._ready()
+    sql = (
+        "SELECT content, doc_id, title, section, version, document_date, chunk_index, page, "
+        f'source_url FROM "{store.table_name}" WHERE is_active ORDER BY doc_id, chunk_index'
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text(sql))).all()
+    docs = [
+        Document(
+            page_content=r[0],
+            metadata={k: v for k, v in zip(
+                ("doc_id", "title", "section", "version", "document_date", "chunk_index", "page",
+                 "url"), r[1:], strict=True) if v is not None},
+        )
+        for r in rows
+    ]
+    vs = InMemoryVectorStore(local_embeddings())
+    await vs.aadd_documents(docs)
+    return from_vectorstore(vs, name=USER_SOURCE)

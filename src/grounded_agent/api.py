@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict, Unpack
 
@@ -216,16 +216,17 @@ def as_node(
     result_key: str | None = None,
     sources: list[str] | None = None,
     context: Context | None = None,
-) -> Callable[[Any], Any]:
-    """The agent as one node of a user's `StateGraph`: it reads the question from
-    `question_key` (with `question_key="messages"`, the last human message) and writes the
+) -> Runnable[Any, dict[str, Any]]:
+    """The agent as one node of a user's `StateGraph` (sync and async): it reads the question
+    from `question_key` (with `question_key="messages"`, the last human message) and writes the
     checked answer to `answer_key` (as an AI message where that key is "messages"), the status
     to `status_key`, the citations (dicts) to `citations_key` and, if asked, the whole
     `AgentResult` (a dict) to `result_key`; a key set to None is not written. A state without
     the question key is an error naming it, never a silent no-op."""
     from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.runnables import RunnableLambda
 
-    async def grounded_answer(state: Any) -> dict[str, Any]:
+    def question_of(state: Any) -> str:
         value = state.get(question_key) if isinstance(state, dict) else getattr(
             state, question_key, None
         )
@@ -236,8 +237,10 @@ def as_node(
             )
         if question_key == "messages":
             humans = [m for m in value if isinstance(m, BaseMessage) and m.type == "human"]
-            value = humans[-1].text if humans else ""
-        result = await aask(str(value), graph=graph, sources=sources, context=context)
+            return humans[-1].text if humans else ""
+        return str(value)
+
+    def update(result: AgentResult) -> dict[str, Any]:
         out: dict[str, Any] = {
             answer_key: [AIMessage(result.answer)] if answer_key == "messages" else result.answer
         }
@@ -249,4 +252,10 @@ def as_node(
             out[result_key] = result.model_dump(mode="json")
         return out
 
-    return grounded_answer
+    async def agrounded_answer(state: Any) -> dict[str, Any]:
+        return update(await aask(question_of(state), graph=graph, sources=sources, context=context))
+
+    def grounded_answer(state: Any) -> dict[str, Any]:
+        return update(ask(question_of(state), graph=graph, sources=sources, context=context))
+
+    return RunnableLambda(grounded_answer, afunc=agrounded_answer, name="grounded_answer")

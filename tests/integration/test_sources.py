@@ -242,4 +242,4 @@ async def test_the_agent_inside_a_users_state_graph(vectorstore: InMemoryVectorS
     assert msgs["messages"][-1].type == "ai" and "8:00 to 18:00" in msgs["messages"][-1].text
 
     with pytest.raises(KeyError, match="'question'"):
-        await as_node(agent)({"query": "x"})
+        await as_node(agent).ainvoke({"query": "x"})
