@@ -6,8 +6,10 @@ the same through a user's source is measured here, not assumed.
     .venv/bin/python benchmarks/bench_sources.py [--kbs-root benchmarks/kbs] [--json FILE]
 
 Per KB and half (`evals.splits.kb_half`: tuning, held-out): answerable questions answered
-correctly, and wrong answers among all questions, for both ways in; then what the rescoring of a
-user's source costs per search (embedding the query and the fetched candidates, p50/p95 ms).
+correctly, and wrong answers among all questions, for both ways in, and for the vector store
+without its corpus statistics (general-English term rarity, as a retriever brought without
+`corpus=`); then what a user's source costs per search (the store's search, embedding the query
+and the fetched candidates not embedded before, the calibrated re-rank: p50/p95 ms).
 About 5 minutes on two quiet cores.
 """
 
@@ -54,11 +56,15 @@ async def one_kb(kb_dir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with ingested(eval_set) as store:
         source = await vectorstore_source(store)
+        plain = await vectorstore_source(store, corpus_stats=False)
+        user = Context(sources=[USER_SOURCE])
         ways = {
             "store": (build_graph(chat_model=None, store=store),
                       Context(sources=["knowledge_base"])),
             "vectorstore": (build_graph(chat_model=None, store=store, tools={USER_SOURCE: source}),
-                            Context(sources=[USER_SOURCE])),
+                            user),
+            "no_corpus": (build_graph(chat_model=None, store=store, tools={USER_SOURCE: plain}),
+                          user),
         }
         for way, (graph, ctx) in ways.items():
             run = await arun_sample(eval_set.questions, store=store, graph=graph, ctx=ctx,
@@ -81,18 +87,20 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = parser.parse_args()
     results: dict[str, Any] = {}
-    print("| KB | half | store: correct / wrong | vectorstore: correct / wrong | delta (points) |")
-    print("|---|---|---|---|---|")
+    print("| KB | half | store: correct / wrong | vectorstore: correct / wrong | delta (points) "
+          "| without corpus statistics: correct / wrong |")
+    print("|---|---|---|---|---|---|")
     for kb_dir in sorted(p for p in args.kbs_root.iterdir() if (p / "questions.jsonl").is_file()):
         res = asyncio.run(one_kb(kb_dir))
         results[kb_dir.name] = res
         for half, name in (("test", "held-out"), ("tune", "tuning")):
-            a, b = res["store"][half], res["vectorstore"][half]
+            a, b, c = res["store"][half], res["vectorstore"][half], res["no_corpus"][half]
             print(f"| {kb_dir.name} | {name} | {a['correct']}/{a['answerable']} "
                   f"({a['correct_pct']:.1f}%) / {a['wrong']} ({a['wrong_pct']:.1f}%) | "
                   f"{b['correct']}/{b['answerable']} ({b['correct_pct']:.1f}%) / {b['wrong']} "
                   f"({b['wrong_pct']:.1f}%) | {b['correct_pct'] - a['correct_pct']:+.1f} / "
-                  f"{b['wrong_pct'] - a['wrong_pct']:+.1f} |", flush=True)
+                  f"{b['wrong_pct'] - a['wrong_pct']:+.1f} | {c['correct']}/{c['answerable']} "
+                  f"/ {c['wrong']} |", flush=True)
     ms = [r["search_ms"] for r in results.values()]
     print(f"\na user source's search with its rescoring: p50 "
           f"{statistics.median(m['p50'] for m in ms):.0f} ms, worst KB p95 "

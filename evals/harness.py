@@ -228,17 +228,20 @@ USER_SOURCE = "user_vectorstore"
 """The name the evaluation gives a knowledge base brought as a user would bring it."""
 
 
-async def vectorstore_source(store: KnowledgeStore) -> SourceTool:
+async def vectorstore_source(store: KnowledgeStore, *, corpus_stats: bool = True) -> SourceTool:
     """The store's searched chunks in a LangChain `InMemoryVectorStore` over the shipped
     embeddings, as a source through `grounded_agent.sources.from_vectorstore`: what a user with
     the same documents in a vector store of their own would bring (no full-text half, no
-    knowledge-base term statistics), so the calibration across sources is measured."""
+    knowledge-base term statistics: the in-memory store's own documents give them, or, with
+    `corpus_stats=False`, general English as for a retriever brought without its corpus), so
+    the calibration across sources is measured."""
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
     from sqlalchemy import text
 
     from grounded_agent.sources import from_vectorstore
     from grounded_agent.store.embeddings import local_embeddings
+    from grounded_agent.store.relevance import CalibratedRelevance
 
     engine = await store._ready()
     sql = (
@@ -258,4 +261,7 @@ async def vectorstore_source(store: KnowledgeStore) -> SourceTool:
     ]
     vs = InMemoryVectorStore(local_embeddings())
     await vs.aadd_documents(docs)
-    return from_vectorstore(vs, name=USER_SOURCE)
+    if corpus_stats:
+        return from_vectorstore(vs, name=USER_SOURCE)
+    plain = CalibratedRelevance(local_embeddings(), stats=None)
+    return from_vectorstore(vs, name=USER_SOURCE, relevance=plain)

@@ -15,11 +15,13 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -27,7 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from grounded_agent.context import parse_sources
 from grounded_agent.schemas import Finding, SourceName, ToolOutcome
 from grounded_agent.store.records import passage_text
-from grounded_agent.store.relevance import CalibratedRelevance
+from grounded_agent.store.relevance import CalibratedRelevance, TermStats
+from grounded_agent.text import terms
 from grounded_agent.tools._retry import Failure, SourceFailure, classify_exception
 from grounded_agent.tools.base import SourceTool
 
@@ -35,6 +38,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "METADATA_KEYS",
+    "CorpusStats",
     "SourceArgs",
     "SourceTool",
     "finding_from_document",
@@ -103,19 +107,109 @@ def _checked_name(name: object) -> SourceName:
     return checked
 
 
+class CorpusStats:
+    """How many passages of a user's collection hold each term (`TermStats`), counted once from
+    its documents: the question's rare words (names, codes, numbers) weigh by their rarity in
+    that collection, as they do in the built-in knowledge base. Without it, rarity is general
+    English's, and a collection's everyday words (every passage of a kettle shop says "kettle")
+    weigh as much as its names (benchmarks/bench_sources.py measures both)."""
+
+    def __init__(self, frequencies: Mapping[str, int], passages: int) -> None:
+        self._df = dict(frequencies)
+        self.passages = passages
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Document | str],
+        *,
+        metadata_keys: Mapping[str, str | Sequence[str]] | None = None,
+    ) -> CorpusStats:
+        """Counts each passage's terms once (title and section included, as they are searched)."""
+        keys = _keys(metadata_keys)
+        counts: Counter[str] = Counter()
+        n = 0
+        for doc in documents:
+            if isinstance(doc, str):
+                text = doc
+            else:
+                meta = doc.metadata or {}
+                title = next((str(meta[k]) for k in keys["title"] if meta.get(k)), None)
+                section = next((str(meta[k]) for k in keys["section"] if meta.get(k)), None)
+                text = passage_text(title, section, doc.page_content)
+            counts.update(set(terms(text)))
+            n += 1
+        return cls(counts, n)
+
+    def document_frequencies(self, wanted: Collection[str]) -> tuple[int, dict[str, int]]:
+        return self.passages, {t: self._df[t] for t in wanted if self._df.get(t)}
+
+    async def adocument_frequencies(self, wanted: Collection[str]) -> tuple[int, dict[str, int]]:
+        return self.document_frequencies(wanted)
+
+
+def _in_memory_corpus(vectorstore: VectorStore) -> Callable[[], CorpusStats] | None:
+    """For a langchain_core InMemoryVectorStore, its own documents, counted again whenever their
+    number changes; None for any other store (pass `corpus=` there)."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    if not isinstance(vectorstore, InMemoryVectorStore):
+        return None
+    held: list[tuple[int, CorpusStats]] = []
+
+    def stats() -> CorpusStats:
+        size = len(vectorstore.store)
+        if not held or held[0][0] != size:
+            docs = [Document(page_content=str(v.get("text", "")), metadata=v.get("metadata") or {})
+                    for v in list(vectorstore.store.values())]
+            held[:] = [(size, CorpusStats.from_documents(docs))]
+        return held[0][1]
+
+    return stats
+
+
+class _LiveStats:
+    """TermStats read from a factory at each search (a store whose documents change)."""
+
+    def __init__(self, factory: Callable[[], CorpusStats]) -> None:
+        self._factory = factory
+
+    def document_frequencies(self, wanted: Collection[str]) -> tuple[int, dict[str, int]]:
+        return self._factory().document_frequencies(wanted)
+
+    async def adocument_frequencies(self, wanted: Collection[str]) -> tuple[int, dict[str, int]]:
+        import asyncio
+
+        return await asyncio.to_thread(self._factory().document_frequencies, wanted)
+
+
+def _stats_of(
+    corpus: Iterable[Document | str] | CorpusStats | None,
+    keys: Mapping[str, str | Sequence[str]] | None,
+    live: Callable[[], CorpusStats] | None = None,
+) -> TermStats | None:
+    if isinstance(corpus, CorpusStats):
+        return corpus
+    if corpus is not None:
+        return CorpusStats.from_documents(corpus, metadata_keys=keys)
+    return _LiveStats(live) if live is not None else None
+
+
 def from_retriever(
     retriever: BaseRetriever,
     *,
     name: str,
     description: str | None = None,
     metadata_keys: Mapping[str, str | Sequence[str]] | None = None,
+    corpus: Iterable[Document | str] | CorpusStats | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     relevance: CalibratedRelevance | None = None,
 ) -> SourceTool:
     """Any LangChain `BaseRetriever` as a source named `name`. The retriever decides which
     documents come back; the agent scores and orders them and keeps the `k` it was asked for.
-    A retriever that raises or takes longer than `timeout_s` gives an error outcome with its
-    kind, never "nothing found"."""
+    `corpus`: the collection's documents (or `CorpusStats`), so question terms weigh by their
+    rarity there (see `CorpusStats`). A retriever that raises or takes longer than `timeout_s`
+    gives an error outcome with its kind, never "nothing found"."""
     if not isinstance(retriever, BaseRetriever):
         raise TypeError(
             f"from_retriever expects a langchain_core BaseRetriever, not {type(retriever).__name__}"
@@ -126,7 +220,8 @@ def from_retriever(
     async def search(args: SourceArgs) -> list[Document]:
         return list(await retriever.ainvoke(args.query))
 
-    return _source(source, description, search, keys, timeout_s, relevance)
+    stats = _stats_of(corpus, metadata_keys)
+    return _source(source, description, search, keys, timeout_s, relevance, stats=stats)
 
 
 def from_vectorstore(
@@ -138,13 +233,16 @@ def from_vectorstore(
     fetch_k: int | None = None,
     metadata_keys: Mapping[str, str | Sequence[str]] | None = None,
     search_kwargs: Mapping[str, Any] | None = None,
+    corpus: Iterable[Document | str] | CorpusStats | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     relevance: CalibratedRelevance | None = None,
 ) -> SourceTool:
     """Any LangChain `VectorStore` as a source named `name`: `fetch_k` nearest passages (default
     four times `k`, at least 20), re-ranked by the agent's calibrated relevance, at most `k`
     kept (fewer where the run or the model asks for fewer). `search_kwargs` go to the store's search as they are (a
-    `filter`, say). Works read-only on a langchain-postgres table made with its defaults."""
+    `filter`, say). `corpus`: the collection's documents (or `CorpusStats`) for the rarity of
+    question terms; an InMemoryVectorStore's own documents are counted without it. Works
+    read-only on a langchain-postgres table made with its defaults."""
     if not isinstance(vectorstore, VectorStore):
         raise TypeError(
             f"from_vectorstore expects a langchain_core VectorStore, not {type(vectorstore).__name__}"
@@ -163,7 +261,9 @@ def from_vectorstore(
             return list(await vectorstore.asimilarity_search(args.query, k=n, **extra))
         return [_with_raw_score(doc, score) for doc, score in scored]
 
-    return _source(source, description, search, keys, timeout_s, relevance, limit=int(k))
+    stats = _stats_of(corpus, metadata_keys, _in_memory_corpus(vectorstore))
+    return _source(source, description, search, keys, timeout_s, relevance, limit=int(k),
+                   stats=stats)
 
 
 def _with_raw_score(doc: Document, score: Any) -> Document:
@@ -185,6 +285,7 @@ def _source(
     relevance: CalibratedRelevance | None,
     *,
     limit: int = 10,
+    stats: TermStats | None = None,
 ) -> SourceTool:
     scorer: list[CalibratedRelevance] = [relevance] if relevance is not None else []
 
@@ -192,7 +293,7 @@ def _source(
         if not scorer:  # the shipped embedding model, loaded on the first search
             from grounded_agent.store.embeddings import local_embeddings
 
-            scorer.append(CalibratedRelevance(local_embeddings(), stats=None))
+            scorer.append(CalibratedRelevance(CachedEmbeddings(local_embeddings()), stats=stats))
         return scorer[0]
 
     async def run(args: SourceArgs) -> ToolOutcome:
@@ -406,3 +507,36 @@ def _database_kind(exc: Exception) -> Any:
     if names & {"OperationalError", "InterfaceError", "ConnectionFailure", "ConnectionTimeout"}:
         return "unavailable"
     return None
+
+
+class CachedEmbeddings(Embeddings):
+    """The shipped model with the passages it embedded kept (by text, the most recent
+    `size`): a user's source returns the same passages for a question's attempts and for
+    related questions, and embedding them is most of what rescoring costs."""
+
+    def __init__(self, inner: Embeddings, size: int = 4096) -> None:
+        self._inner = inner
+        self._size = size
+        self._kept: OrderedDict[str, list[float]] = OrderedDict()
+        import threading
+
+        self._lock = threading.Lock()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._inner.embed_query(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._kept]
+        fresh = self._inner.embed_documents(missing) if missing else []
+        with self._lock:
+            for t, vec in zip(missing, fresh, strict=True):
+                self._kept[t] = vec
+            for t in texts:
+                if t in self._kept:
+                    self._kept.move_to_end(t)
+            found = {t: self._kept.get(t) for t in texts}
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        done = dict(zip(missing, fresh, strict=True))
+        return [found[t] or done[t] for t in texts]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import tool
@@ -163,3 +163,57 @@ class _Docs(BaseRetriever):
 
 def test_a_retriever_subclass_is_accepted() -> None:
     assert from_retriever(_Docs(), name="my_docs").name == "my_docs"
+
+
+def test_corpus_statistics_weigh_a_collections_everyday_words_down() -> None:
+    """In a kettle shop every passage says "kettle": with the collection's statistics that word
+    weighs less than the model name only some passages hold; without them, general English
+    weighs them alike (the control)."""
+    from grounded_agent.sources import CorpusStats
+    from grounded_agent.text import term_weights
+
+    docs = [Document(page_content=f"The {m} kettle has a {n}-litre jug.", metadata={"title": "Kettles"})
+            for m, n in (("Zephyr", 1), ("Boreas", 2), ("Notus", 3), ("Eurus", 4))]
+    stats = CorpusStats.from_documents(docs)
+    n, dfs = stats.document_frequencies({"kettl", "zephyr", "absent"})
+    assert (n, dfs) == (4, {"kettl": 4, "zephyr": 1})
+    with_stats = term_weights("zephyr kettle", *stats.document_frequencies({"kettl", "zephyr"}))
+    plain = term_weights("zephyr kettle")
+    assert with_stats["zephyr"] / with_stats["kettl"] > plain["zephyr"] / plain["kettl"]
+
+
+def test_an_in_memory_stores_own_documents_are_its_statistics() -> None:
+    from grounded_agent.sources import _in_memory_corpus
+
+    vs = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    vs.add_documents([Document(page_content="alpha beta"), Document(page_content="alpha gamma")])
+    stats = _in_memory_corpus(vs)
+    assert stats is not None
+    assert stats().document_frequencies({"alpha", "beta"}) == (2, {"alpha": 2, "beta": 1})
+    vs.add_documents([Document(page_content="beta delta")])  # counted again when it grows
+    assert stats().document_frequencies({"beta"}) == (3, {"beta": 2})
+    assert _in_memory_corpus(object()) is None  # type: ignore[arg-type]
+
+
+def test_passage_embeddings_are_kept_and_reused() -> None:
+    from grounded_agent.sources import CachedEmbeddings
+
+    calls: list[list[str]] = []
+    fake = DeterministicFakeEmbedding(size=8)
+
+    class Counting(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            calls.append(list(texts))
+            return fake.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return fake.embed_query(text)
+
+    cached = CachedEmbeddings(Counting(), size=2)
+    first = cached.embed_documents(["a", "b"])
+    assert cached.embed_documents(["b", "a"]) == [first[1], first[0]]
+    assert calls == [["a", "b"]]  # nothing embedded twice
+    cached.embed_documents(["c"])  # "b", the least recently used, leaves; "a" stays
+    cached.embed_documents(["a", "b"])
+    assert calls[-1] == ["b"]
+    assert cached.embed_documents(["a"]) == fake.embed_documents(["a"])  # the same vectors
