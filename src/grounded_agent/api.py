@@ -37,7 +37,8 @@ class AskOptions(TypedDict, total=False):
     """What ask, aask, arun and astream accept beside the question."""
 
     sources: list[str] | str | None
-    """Sources to search (knowledge_base, wikipedia, web); default: Context.sources."""
+    """Sources to search: built-in (knowledge_base, wikipedia, web) or brought to build_graph;
+    default: Context.sources, else the graph's own."""
     language: str | None
     """Language of the answer; default: the question's."""
     context: Context | None

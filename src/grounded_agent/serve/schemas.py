@@ -41,7 +41,8 @@ class AgentInput(BaseModel):
         "(no model call; in a thread, a combined answer is kept).",
     )
     sources: list[str] | None = Field(
-        default=None, description="Any of knowledge_base, wikipedia, web; default: the server's."
+        default=None, description="Sources the served graph has (built in: knowledge_base, "
+        "wikipedia, web; and any brought to build_graph); default: the server's."
     )
     language: str | None = Field(
         default=None, max_length=MAX_LANGUAGE_CHARS, description="Answer language."
