@@ -21,6 +21,7 @@ from grounded_agent.context import Context
 from grounded_agent.schemas import Finding
 
 if TYPE_CHECKING:
+    from langchain_core.vectorstores import InMemoryVectorStore
     from langgraph.graph.state import CompiledStateGraph
 
     from grounded_agent.store import IngestReport, KnowledgeStore
@@ -228,20 +229,15 @@ USER_SOURCE = "user_vectorstore"
 """The name the evaluation gives a knowledge base brought as a user would bring it."""
 
 
-async def vectorstore_source(store: KnowledgeStore, *, corpus_stats: bool = True) -> SourceTool:
-    """The store's searched chunks in a LangChain `InMemoryVectorStore` over the shipped
-    embeddings, as a source through `grounded_agent.sources.from_vectorstore`: what a user with
-    the same documents in a vector store of their own would bring (no full-text half, no
-    knowledge-base term statistics: the in-memory store's own documents give them, or, with
-    `corpus_stats=False`, general English as for a retriever brought without its corpus), so
-    the calibration across sources is measured."""
+async def user_vectorstore(store: KnowledgeStore) -> InMemoryVectorStore:
+    """The store's searched chunks (text and metadata) in a LangChain `InMemoryVectorStore` over
+    the shipped embeddings: the same documents as a user would keep them in a store of their own
+    (no full-text half, no term statistics table)."""
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
     from sqlalchemy import text
 
-    from grounded_agent.sources import from_vectorstore
     from grounded_agent.store.embeddings import local_embeddings
-    from grounded_agent.store.relevance import CalibratedRelevance
 
     engine = await store._ready()
     sql = (
@@ -261,6 +257,19 @@ async def vectorstore_source(store: KnowledgeStore, *, corpus_stats: bool = True
     ]
     vs = InMemoryVectorStore(local_embeddings())
     await vs.aadd_documents(docs)
+    return vs
+
+
+async def vectorstore_source(store: KnowledgeStore, *, corpus_stats: bool = True) -> SourceTool:
+    """`user_vectorstore` as a source through `grounded_agent.sources.from_vectorstore`, so the
+    calibration across sources is measured: with the in-memory store's own documents as its
+    term statistics, or (`corpus_stats=False`) general English, as for a retriever brought
+    without its corpus."""
+    from grounded_agent.sources import from_vectorstore
+    from grounded_agent.store.embeddings import local_embeddings
+    from grounded_agent.store.relevance import CalibratedRelevance
+
+    vs = await user_vectorstore(store)
     if corpus_stats:
         return from_vectorstore(vs, name=USER_SOURCE)
     plain = CalibratedRelevance(local_embeddings(), stats=None)
