@@ -97,3 +97,25 @@ def test_serve_graph_that_names_no_graph_says_so(spec: str, user_app: Path, tmp_
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.startswith("grounded-agent: serve: --graph")
+
+
+def test_a_provider_model_without_its_package_is_one_line(tmp_path: Path) -> None:
+    """GROUNDED_AGENT_MODEL=provider:model whose package is not installed: the CLI says which
+    package, in one line, and exits 2 (no traceback, no key)."""
+    try:
+        import langchain_anthropic  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("langchain-anthropic is installed here")
+    env = {**_env(tmp_path), "GROUNDED_AGENT_MODEL": "anthropic:claude-sonnet-4-5",
+           "ANTHROPIC_API_KEY": "sk-ant-secret-value"}
+    done = subprocess.run(
+        [sys.executable, "-m", "grounded_agent.cli", "ask", "What does the Pro plan cost?"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1] == ("grounded-agent: ask: the model 'anthropic:claude-sonnet-4-5' needs the "
+                         "package langchain-anthropic: pip install langchain-anthropic")
+    assert "Traceback" not in done.stderr and "sk-ant-secret-value" not in done.stderr + done.stdout
