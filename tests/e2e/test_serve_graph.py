@@ -119,3 +119,18 @@ def test_a_provider_model_without_its_package_is_one_line(tmp_path: Path) -> Non
     assert lines[-1] == ("grounded-agent: ask: the model 'anthropic:claude-sonnet-4-5' needs the "
                          "package langchain-anthropic: pip install langchain-anthropic")
     assert "Traceback" not in done.stderr and "sk-ant-secret-value" not in done.stderr + done.stdout
+
+
+def test_serve_graph_configurable_sources_are_the_graphs(served_graph: str) -> None:
+    """config.configurable.sources names the user's source like a built-in one; a name the
+    served graph lacks is refused before the run (400), on the stream route too."""
+    ok = httpx.post(f"{served_graph}/agent/invoke", timeout=120, json={
+        "input": {"question": "What does the Zephyr Kettle cost?"},
+        "config": {"configurable": {"sources": ["my_docs"]}}})
+    assert ok.status_code == 200 and "EUR 49" in ok.json()["output"]["answer"]
+    for route in ("invoke", "stream"):
+        bad = httpx.post(f"{served_graph}/agent/{route}", timeout=60, json={
+            "input": {"question": "What does the Zephyr Kettle cost?"},
+            "config": {"configurable": {"sources": ["intranet"]}}})
+        assert bad.status_code == 400, bad.text
+        assert "unknown source(s): 'intranet'" in bad.json()["detail"]

@@ -116,5 +116,16 @@ def compile_graph(
     builder.add_conditional_edges("answer", route_after_answer)
     builder.add_edge("mark_coverage", END)
     return builder.compile(checkpointer=checkpointer, name="GroundedAgent").with_config(
-        recursion_limit=RECURSION_LIMIT
+        recursion_limit=RECURSION_LIMIT, metadata={SOURCES_KEY: deps.source_names()}
     )
+
+
+SOURCES_KEY = "grounded_agent_sources"
+"""Where a compiled graph records the sources it can search (its config's metadata)."""
+
+
+def source_names_of(graph: Any) -> list[str] | None:
+    """The sources a graph from build_graph can search; None for any other graph."""
+    config = getattr(graph, "config", None) or {}
+    names = (config.get("metadata") or {}).get(SOURCES_KEY)
+    return list(names) if isinstance(names, list) else None

@@ -15,7 +15,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ from grounded_agent.inputs import text_problem
 from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.schemas import InvalidQuestion
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
-from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
+from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, checked_sources, error_body
 from grounded_agent.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -415,7 +415,7 @@ def _replay(body: bytes, then: Receive) -> Receive:
 
 
 def _config_modifier(
-    max_concurrency: int, threads: bool
+    max_concurrency: int, threads: bool, sources: Sequence[str] | None = None
 ) -> Callable[[dict[str, Any], Request], Awaitable[dict[str, Any]]]:
     """Builds each run's config from what the client may set; anything else is a 400."""
 
@@ -441,8 +441,10 @@ def _config_modifier(
             raise HTTPException(
                 400, error_body("threads_disabled", "this server keeps no conversation threads")
             )
-        try:  # the same check the graph would make, but before anything runs
-            context_from_config(sent, allowed=CLIENT_CONFIGURABLE)
+        try:  # the same checks the graph would make, but before anything runs
+            ctx = context_from_config(sent, allowed=CLIENT_CONFIGURABLE)
+            if sources is not None:
+                checked_sources(ctx.sources, sources)
         except (TypeError, ValueError) as exc:
             raise HTTPException(400, error_body("invalid_config", str(exc))) from None
         return {
@@ -606,9 +608,10 @@ def create_app(
             status_code=503,
         )
 
+    runnable = AgentRunnable(graph, thread_graphs, store)
     add_routes(
         app,
-        AgentRunnable(graph, thread_graphs, store),
+        runnable,
         path="/agent",
         enabled_endpoints=(
             "invoke",
@@ -620,7 +623,9 @@ def create_app(
             "config_schema",
             "playground",
         ),
-        per_req_config_modifier=_config_modifier(settings.max_concurrency, threads),
+        per_req_config_modifier=_config_modifier(
+            settings.max_concurrency, threads, runnable.sources
+        ),
     )
     app.add_middleware(GuardMiddleware, settings=settings)
     app.state.settings = settings

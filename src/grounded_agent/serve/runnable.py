@@ -19,8 +19,14 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
 from grounded_agent.documents import parse_query
+from grounded_agent.graph.builder import source_names_of
 from grounded_agent.schemas import AgentResult, AgentWarning, InvalidQuestion, TrailStep
-from grounded_agent.serve.schemas import AgentConfig, AgentInput, AgentOutput, ClientConfigurable
+from grounded_agent.serve.schemas import (
+    AgentConfig,
+    AgentOutput,
+    ClientConfigurable,
+    input_schema_for,
+)
 from grounded_agent.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -121,11 +127,14 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
         self.threads = threads
         self.store = store
         self._threaded: Graph | None = None
+        self.sources = source_names_of(graph)
+        """The sources the served graph can search (None: not a graph from build_graph)."""
+        self._input_schema = input_schema_for(self.sources)
 
     # --- schemas --------------------------------------------------------------------------------
 
     def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
-        return AgentInput
+        return self._input_schema
 
     def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
         return AgentOutput

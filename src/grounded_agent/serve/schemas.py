@@ -7,12 +7,13 @@ Context (prompts and budgets included), which clients must not set.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources
+from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources, shown_names
 from grounded_agent.documents import DocumentQuery
 from grounded_agent.schemas import (
     MAX_LANGUAGE_CHARS,
@@ -68,6 +69,32 @@ class AgentInput(BaseModel):
     @classmethod
     def _sources(cls, value: list[str] | None) -> list[str] | None:
         return list(parse_sources(value)) if value else None
+
+
+def input_schema_for(sources: Sequence[str] | None) -> type[AgentInput]:
+    """AgentInput that also refuses source names the served graph lacks (a 422 before the run,
+    as for any other bad input); `None`: names are checked by form only."""
+    if not sources:
+        return AgentInput
+    known = tuple(sources)
+
+    class ServedInput(AgentInput):
+        model_config = ConfigDict(extra="forbid", title="AgentInput")
+
+        @field_validator("sources")
+        @classmethod
+        def _known(cls, value: list[str] | None) -> list[str] | None:
+            return checked_sources(value, known)
+
+    return ServedInput
+
+
+def checked_sources(value: list[str] | None, known: Sequence[str]) -> list[str] | None:
+    """`value` if every name is one of `known`; raises ValueError naming the others."""
+    unknown = [s for s in value or [] if s not in known]
+    if unknown:
+        raise ValueError(f"unknown source(s): {shown_names(unknown)}; choose from {', '.join(known)}")
+    return value
 
 
 AgentOutput = AgentResult
