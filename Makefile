@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup dev demo test test-fast lint bench eval faults clean-data local-model test-local \
+.PHONY: setup dev demo test test-fast lint docs bench eval faults clean-data local-model test-local \
 	train-judge calibrate-judge
 
 $(BIN)/python:
@@ -46,7 +46,12 @@ lint: dev
 	$(BIN)/mypy src evals
 	$(BIN)/lint-imports
 
-test: dev lint
+# The documentation site (mkdocs.yml, docs/): --strict turns every warning (a broken link, a
+# docstring mkdocstrings cannot read) into a failure.
+docs: dev
+	$(BIN)/mkdocs build --strict --quiet
+
+test: dev lint docs
 	$(BIN)/pytest
 
 test-fast: dev
