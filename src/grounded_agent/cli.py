@@ -305,23 +305,42 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.errors and not report.documents else 0
 
 
-def _version_line(v: Any) -> str:
-    """One version of `docs list`: id, version, status, date, chunks, pages, format, title
-    (neutralised: display.py)."""
+def _plural(n: int, word: str) -> str:
+    """`1 chunk`, `2 chunks`, `0 chunks`."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+LIST_HEADER = ["DOCUMENT", "VERSION", "STATUS", "DATE", "CHUNKS", "PAGES", "FORMAT", "TITLE"]
+
+
+def _version_cols(v: Any) -> list[str]:
+    """One version's columns (LIST_HEADER): id, version, status, date, chunks, pages, format,
+    title (neutralised: display.py)."""
     from grounded_agent.display import UNTITLED, neutral_field
 
-    pages = f"{v.pages} page{'s' if v.pages > 1 else ''}" if v.pages else ""
-    cols = [
+    return [
         v.doc_id,
         v.version or "-",
         v.status + (" FLAGGED" if v.flagged else ""),
         str(v.document_date or "-"),
-        f"{v.chunks} chunks",
-        pages,
-        v.format or "",
+        _plural(v.chunks, "chunk"),
+        _plural(v.pages, "page") if v.pages else "-",
+        v.format or "-",
         neutral_field(v.title, fallback=UNTITLED),
     ]
-    return "  ".join(c for c in cols if c)
+
+
+def _version_line(v: Any) -> str:
+    """One version on one line (`docs show`)."""
+    return "  ".join(c for c in _version_cols(v) if c and c != "-")
+
+
+def _version_table(versions: list[Any]) -> list[str]:
+    """`docs list`: a header, then one aligned row per version (the title last, unpadded)."""
+    rows = [LIST_HEADER, *(_version_cols(v) for v in versions)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(LIST_HEADER) - 1)]
+    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+            for r in rows]
 
 
 def _shown_version(v: Any) -> dict[str, Any]:
@@ -339,8 +358,14 @@ def cmd_docs(args: argparse.Namespace) -> int:
         from grounded_agent.api import MAX_DOC_ID_CHARS
         from grounded_agent.schemas import validate_text_id
 
+        ids = [args.doc_id] if args.docs_command == "show" else args.doc_ids
+        if args.docs_command == "remove" and bool(ids) == bool(args.all):
+            print("grounded-agent: docs remove takes document ids or --all (not both)",
+                  file=sys.stderr)
+            return 2
         try:  # invalid UTF-8 arrives as lone surrogates: named here, not a database error
-            validate_text_id(args.doc_id, "document id", MAX_DOC_ID_CHARS)
+            for doc_id in ids:
+                validate_text_id(doc_id, "document id", MAX_DOC_ID_CHARS)
         except InvalidQuestion as exc:
             print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
             return 2
@@ -352,8 +377,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
         elif not versions:
             print("no documents: add some with 'grounded-agent ingest PATH...'")
         else:
-            for v in versions:
-                print(_version_line(v))
+            print(*_version_table(versions), sep="\n")
         return 0
     if args.docs_command == "show":
         detail = store.get_document(args.doc_id)
@@ -387,18 +411,34 @@ def cmd_docs(args: argparse.Namespace) -> int:
                 section, preview = neutral_field(c.section), neutral_field(c.preview)
                 print(f"  {c.chunk_index:>3}  {page}{section or '-'}: {preview[:70]}")
         return 0
-    removal = store.remove_document(args.doc_id)
-    if removal is None:
-        print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
-        return 1
+    return _remove_documents(store, args)
+
+
+def _remove_documents(store: Any, args: argparse.Namespace) -> int:
+    """`docs remove ID...` or `docs remove --all`: each document stops being searched at once.
+    Exit 1 when a named id is unknown (the others are still removed)."""
+    ids = ([v.doc_id for v in store.list_documents()] if args.all else list(dict.fromkeys(args.doc_ids)))
+    removals, unknown = [], []
+    for doc_id in ids:
+        removal = store.remove_document(doc_id)
+        if removal is None:
+            unknown.append(doc_id)
+        else:
+            removals.append(removal)
+    for doc_id in unknown:
+        print(f"grounded-agent: no document with id {doc_id!r}", file=sys.stderr)
     if args.json:
-        print(removal.model_dump_json(indent=2))
+        data = [r.model_dump(mode="json") for r in removals]
+        print(json.dumps(data if args.all or len(ids) > 1 else (data[0] if data else None), indent=2))
     else:
-        print(
-            f"removed {removal.doc_id}: {removal.versions} version(s), {removal.chunks} chunk(s) "
-            "no longer searched (ingest its file again to bring it back)"
-        )
-    return 0
+        for r in removals:
+            print(f"removed {r.doc_id}: {_plural(r.versions, 'version')}, "
+                  f"{_plural(r.chunks, 'chunk')} no longer searched")
+        if args.all and not removals:
+            print("no documents to remove")
+        elif removals:
+            print("(ingest a file again to bring its document back)")
+    return 1 if unknown else 0
 
 
 def _size(n: int) -> str:
@@ -514,16 +554,34 @@ def parse_demo_questions(text: str) -> list[tuple[str, str, list[str] | None]]:
     return cases
 
 
+DEMO_TABLE_SUFFIX = "_demo"
+
+
+def demo_table() -> str:
+    """The demo's own table beside the knowledge base's, so the user's documents and the
+    sample's never mix (the demo neither adds to nor removes from the user's)."""
+    from grounded_agent.store.embeddings import make_embeddings, table_name_for
+    from grounded_agent.store.settings import StoreSettings
+
+    settings = StoreSettings.from_env()
+    base = settings.table_name or table_name_for(make_embeddings(settings)[1])
+    return base[: 50 - len(DEMO_TABLE_SUFFIX)] + DEMO_TABLE_SUFFIX
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from grounded_agent.api import arun
     from grounded_agent.store import open_store
     from grounded_agent.store.ingest import ingest_paths
 
+    # before anything opens a store: the agent's default store reads this too
+    os.environ["GROUNDED_AGENT_KB_TABLE"] = table = demo_table()
     kb = Path(args.kb)
     report = ingest_paths([kb], open_store(), progress=sys.stderr.isatty())
     print(
-        f"Knowledge base {kb}: {report.documents} documents, {report.chunks} chunks "
-        f"({report.skipped} unchanged, {len(report.errors)} errors)\n"
+        f"Knowledge base {kb}: {_plural(report.documents, 'document')}, "
+        f"{_plural(report.chunks, 'chunk')} ({report.skipped} unchanged, "
+        f"{_plural(len(report.errors), 'error')}), in the demo's own table {table}: your own "
+        "knowledge base is left as it was\n"
     )
     cases = parse_demo_questions(Path(args.questions).read_text(encoding="utf-8"))
     tally: dict[str, int] = {}
@@ -540,7 +598,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print()
     print("Statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
     # the demo says where the agent is wrong, not only where it is right
-    print(f"Differing from the expected case: {len(misses)} of {len(cases)}", *misses, sep="\n")
+    print(
+        f"Differing from the expected case: {len(misses)} of {len(cases)} (each question was "
+        "written for one outcome; these ended in another: the agent's mistakes on this sample, "
+        "listed rather than hidden)",
+        *misses,
+        sep="\n",
+    )
     return 0
 
 
@@ -643,8 +707,11 @@ def build_parser() -> argparse.ArgumentParser:
     docs_show = docs_sub.add_parser("show", help="a document's versions and chunks")
     docs_show.add_argument("doc_id")
     docs_show.add_argument("--json", action="store_true", help="print it as JSON")
-    docs_remove = docs_sub.add_parser("remove", help="stop searching a document, at once")
-    docs_remove.add_argument("doc_id")
+    docs_remove = docs_sub.add_parser(
+        "remove", help="stop searching documents, at once: the ones named, or --all"
+    )
+    docs_remove.add_argument("doc_ids", nargs="*", metavar="DOC_ID")
+    docs_remove.add_argument("--all", action="store_true", help="every document of the knowledge base")
     docs_remove.add_argument("--json", action="store_true", help="print the result as JSON")
     docs.set_defaults(func=cmd_docs)
 
