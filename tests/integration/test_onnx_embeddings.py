@@ -79,7 +79,9 @@ def test_onnx_vectors_match_the_torch_backend(onnx_model: OnnxEmbeddings) -> Non
     old = torch_model.embed_documents(SENTENCES)
     cos = _cosines(new, old)
     assert cos.min() > 0.99999, cos
-    assert np.abs(np.asarray(new) - np.asarray(old)).max() < 1e-4
+    # the shipped weights are float16: a component moves by up to ~2e-4 (1.7e-4 measured), the
+    # direction not (cosine above)
+    assert np.abs(np.asarray(new) - np.asarray(old)).max() < 5e-4
     # one at a time (no padding) gives the same vectors as in a padded batch (the first
     # sentence shares one with the third and fifth; the fourth, past 256 tokens, goes alone)
     assert _cosines([onnx_model.embed_query(SENTENCES[0])], [new[0]])[0] > 0.99999
@@ -281,10 +283,10 @@ async def test_offline_ask_imports_neither_torch_nor_transformers_nor_sklearn(
 def test_shipped_reference_vectors_are_the_torch_models() -> None:
     """onnx_reference.json, which every export is checked against, holds what the torch model
     gives today for the check sentences (so a graph written without torch is held to torch)."""
-    from grounded_agent.store.onnx_embeddings import model_dir
-
     ref = onnx_export.reference_vectors()
-    live = onnx_export._torch_vectors(onnx_export._torch_module(model_dir()), onnx_export.CHECK_TEXTS)
+    live = onnx_export._torch_vectors(
+        onnx_export._torch_module(onnx_export.torch_source_dir()), onnx_export.CHECK_TEXTS
+    )
     assert ref.shape == (len(onnx_export.CHECK_TEXTS), 384)
     assert _cosines(ref.tolist(), live.tolist()).min() > 0.999999
 

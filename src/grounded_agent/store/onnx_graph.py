@@ -44,9 +44,30 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """`tensors` as a safetensors file (the layout read_safetensors reads)."""
+    import numpy as np
+
+    names = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
+             np.dtype(np.int64): "I64", np.dtype(np.int32): "I32"}
+    header: dict[str, Any] = {}
+    chunks: list[bytes] = []
+    offset = 0
+    for name in sorted(tensors):
+        data = np.ascontiguousarray(tensors[name]).astype(tensors[name].dtype.newbyteorder("<"))
+        raw = data.tobytes()
+        header[name] = {"dtype": names[data.dtype], "shape": list(data.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    blob += b" " * (-len(blob) % 8)  # the data starts 8-byte aligned
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"".join(chunks))
+
+
 def build_model(source: Path) -> onnx.ModelProto:
-    """The sentence-embedding graph of the BERT checkpoint in `source` (config.json and
-    model.safetensors): inputs input_ids, attention_mask, token_type_ids (int64, batch x tokens),
+    """The sentence-embedding graph of the BERT checkpoint in `source` (config.json and one
+    .safetensors file, float32 or float16: computed in float32 either way): inputs input_ids, attention_mask, token_type_ids (int64, batch x tokens),
     output sentence_embedding (float32, batch x hidden, unit length)."""
     import numpy as np
     import onnx
@@ -58,7 +79,7 @@ def build_model(source: Path) -> onnx.ModelProto:
     layers = int(config["num_hidden_layers"])
     eps = float(config["layer_norm_eps"])
     head_dim = hidden // heads
-    weights = read_safetensors(source / "model.safetensors")
+    weights = read_safetensors(next(source.glob("*.safetensors")))
 
     inits: list[onnx.TensorProto] = []
     nodes: list[onnx.NodeProto] = []
