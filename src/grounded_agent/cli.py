@@ -126,9 +126,34 @@ def _where(title: str, section: str | None, page: int | None) -> str:
     return where + (f", p. {page}" if page is not None else "")
 
 
+def _source_state(s: Any, answer_status: str) -> str:
+    """One source's line in words that agree with the headline: a source can find passages
+    of which none answers the question (status found, answer not found)."""
+    n = s.finding_count
+    found = _plural(n, "passage") if n is not None else "passages"
+    if s.status == "error":
+        return f"could not be searched (error: {s.error_kind})"
+    if s.status == "not_found":
+        return "nothing found"
+    if s.status == "low_relevance":
+        return f"{found} found, none relevant enough"
+    if answer_status == "not_found":
+        return f"{found} found, none answers the question"
+    return f"{found} found"
+
+
+def _headline(result: AgentResult) -> str:
+    label = STATUS_LABEL.get(result.status, result.status)
+    if result.status == "not_found":
+        seen = sum(s.finding_count or 0 for s in result.sources if s.status != "error")
+        if seen:
+            label += f": {_plural(seen, 'passage')} found, none answers the question"
+    return f"[{label}]"
+
+
 def render(result: AgentResult) -> str:
     """Human-readable answer: status, text, numbered sources, source reports, warnings."""
-    label = f"[{STATUS_LABEL.get(result.status, result.status)}]"
+    label = _headline(result)
     if result.result_type == "search":
         label = f"[{SEARCH_LABEL.get(result.status, label)}]"
         body = render_documents(result) if result.documents and result.documents.items else []
@@ -162,9 +187,7 @@ def render(result: AgentResult) -> str:
         lines.append("")
     lines.append("Searched:")
     for s in result.sources:
-        state = s.status if s.status != "error" else f"error: {s.error_kind}"
-        count = f", {s.finding_count} result(s)" if s.finding_count is not None else ""
-        lines.append(f"  {s.source}: {state} (coverage {s.coverage}{count})")
+        lines.append(f"  {s.source}: {_source_state(s, result.status)} (coverage {s.coverage})")
     lines.append(f"  queries: {'; '.join(result.queries)}  (attempts {result.attempts})")
     if result.warnings:
         lines.append("Warnings:")
