@@ -1,4 +1,4 @@
-"""The command line: ask, search, ingest, docs, db, demo, serve."""
+"""The command line: ask, search, ingest, docs, db, demo, eval, serve."""
 
 from __future__ import annotations
 
