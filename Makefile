@@ -10,6 +10,7 @@ BIN := $(VENV)/bin
 TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+export NO_MKDOCS_2_WARNING ?= 1
 
 .PHONY: setup dev demo test test-fast lint docs bench eval faults clean-data local-model test-local \
 	train-judge calibrate-judge

@@ -37,6 +37,11 @@ def test_readme_links_resolve_to_files_of_the_checkout() -> None:
     targets = {t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text)}
     missing = sorted(t for t in targets if t and "://" not in t and not (ROOT / t).exists())
     assert not missing, f"README links to missing files: {missing}"
+    # an in-page link names a heading of the README itself (GitHub's anchors)
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    dangling = sorted(a for a in re.findall(r"\]\(#([^)]+)\)", text) if a not in anchors)
+    assert not dangling, f"README links to headings it does not have: {dangling}"
 
 
 def _layout() -> str:
