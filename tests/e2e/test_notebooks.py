@@ -77,3 +77,25 @@ def test_quickstart_without_a_home_leaves_nothing_in_temporary_folders(
     assert "left behind: nothing" in text
     assert not left
     assert "99.9" in text  # the streamed question is answered (the SLA's Enterprise uptime)
+
+
+def test_thresholds_runs_from_a_clone_without_the_evaluation_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ../shared/eval (a user's clone), notebook 03 measures the project's own knowledge
+    bases instead of skipping its work, and writes nothing to disk."""
+    monkeypatch.setenv("GROUNDED_AGENT_EVAL_DATA", str(tmp_path / "absent"))
+    monkeypatch.setenv("GROUNDED_AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    temp = Path(tempfile.mkdtemp(prefix="ga-nb-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    try:
+        nb = _run(ROOT / "notebooks" / "03_thresholds.ipynb")
+        left = list(temp.rglob("*.png"))  # the plot used to be written to a temporary folder
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "benchmarks/kbs" in text and "skipped" not in text
+    assert any(o.get("output_type") == "display_data" for c in nb.cells for o in c.get("outputs", []))
+    assert "median best calibrated" in text
+    assert not left, left
