@@ -57,7 +57,9 @@ def _setup_logging(verbose: bool) -> None:
     )
     logging.basicConfig(level=level, handlers=[handler])
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "transformers"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+        # an HTTP client's retry notes ("Retrying ... after connection broken by ...") repeat
+        # the outage the answer already reports once: for -v only
+        logging.getLogger(noisy).setLevel(logging.WARNING if verbose else logging.ERROR)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

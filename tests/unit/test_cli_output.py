@@ -61,3 +61,22 @@ def test_docs_list_has_a_header_over_aligned_columns() -> None:
         at = header.index(column)
         assert first[at - 2 : at] == "  " and second[at - 2 : at] == "  "
     assert first.endswith("Employee handbook") and second.endswith("Admin guide")
+
+
+def test_http_clients_retry_notes_are_for_verbose_runs_only() -> None:
+    """A source outage is reported once, in the answer; urllib3's "Retrying ... after connection
+    broken by ..." lines (one per retry, ~400 characters each) only show with -v."""
+    import logging
+
+    from grounded_agent.cli import _setup_logging
+
+    logger = logging.getLogger("urllib3")
+    saved = logger.level
+    try:
+        _setup_logging(verbose=False)
+        assert not logger.isEnabledFor(logging.WARNING)
+        assert logger.isEnabledFor(logging.ERROR)
+        _setup_logging(verbose=True)
+        assert logger.isEnabledFor(logging.WARNING)
+    finally:
+        logger.setLevel(saved)
