@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from tests.support.doc_blocks import Block, blocks, pages, runnable
+from tests.support.doc_blocks import ROOT, RUN_ELSEWHERE, Block, blocks, pages, runnable
 
 ALL = [b for p in pages() for b in blocks(p)]
 
@@ -29,3 +29,9 @@ def test_a_block_that_does_not_run_says_why(block: Block) -> None:
 def test_python_blocks_parse_as_written(block: Block) -> None:
     if block.why_not_run is None:
         ast.parse(block.code, filename=block.id)  # top-level await is a SyntaxError here
+
+
+def test_pages_run_elsewhere_name_a_test_that_exists() -> None:
+    for page, test in RUN_ELSEWHERE.items():
+        if (ROOT / page).exists():
+            assert (ROOT / test).exists(), f"{page}: its blocks are said to run in {test}"
