@@ -28,7 +28,7 @@ async def score_confidence(
     model is there, the draft call judges (draft_answer) and the offline verdict is held until
     then, kept if that judgement fails: never a more confident one. With
     Context.judge_model_answers the offline verdict is final: a small model's level is noise
-    (docs/how-to/local-model.md), so it only writes the answer offline would give."""
+    (README, A local model), so it only writes the answer offline would give."""
     ctx = ctx_of(runtime)
     question = str(state["question"])
     evidence = list(turn_of(state).get("evidence") or [])
