@@ -4,13 +4,15 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-# torch first, pinned: 2.13.0 is the CPU build on this machine's disk; unpinned, pip would fetch a
-# multi-GB CUDA build.
+# The runtime (`make setup`, `make demo`) needs no torch. The dev extras do (the train extra: the
+# training scripts and their tests): torch first, pinned: 2.13.0 is the CPU build on this
+# machine's disk; unpinned, pip would fetch a multi-GB CUDA build.
 TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: setup dev demo test test-fast lint bench eval faults clean-data local-model test-local \
+.PHONY: setup dev demo test test-fast lint docs bench eval faults clean-data local-model test-local \
 	train-judge calibrate-judge
 
 $(BIN)/python:
@@ -18,7 +20,6 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet $(TORCH)
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
@@ -29,7 +30,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 # After installing: bytecode for the project's own modules (an editable install gets none, and
 # PYTHONDONTWRITEBYTECODE would keep it that way: every `ask` would compile them again), and the
-# one-time ONNX export of the embedding model (a no-op check once it is there).
+# one-time ONNX export of the embedding model, without torch (a no-op check once it is there).
 EXPORT := $(BIN)/python -m compileall -q src && $(BIN)/python -m grounded_agent.store.onnx_export
 
 setup: $(VENV)/.installed
@@ -46,7 +47,12 @@ lint: dev
 	$(BIN)/mypy src evals
 	$(BIN)/lint-imports
 
-test: dev lint
+# The documentation site (mkdocs.yml, docs/): --strict turns every warning (a broken link, a
+# docstring mkdocstrings cannot read) into a failure.
+docs: dev
+	$(BIN)/mkdocs build --strict --quiet
+
+test: dev lint docs
 	$(BIN)/pytest
 
 test-fast: dev

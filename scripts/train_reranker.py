@@ -15,7 +15,7 @@ tune and test articles.
     python benchmarks/bench_rerank.py --reranker /tmp/reranker --judge-split tune
 
 A study, not shipped: behind the store's hybrid order it lowered gold top-1 under every rule tried
-(README, The offline judge).
+(docs/explanation/offline-judge.md).
 """
 
 from __future__ import annotations

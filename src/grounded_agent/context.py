@@ -280,7 +280,7 @@ class Context:
             "description": "LLM mode, for small local models whose support judgement confirms "
             "invented sentences: a sentence the model judged supported is kept only when every "
             "content word of it stands in the question or its cited passages. It also removes "
-            "right paraphrases in other words (README, A local model); off (the default), the "
+            "right paraphrases in other words (docs/how-to/local-model.md); off (the default), the "
             "judgement decides, figures still checked in code "
             "(GROUNDED_AGENT_JUDGED_WORDS_FROM_SOURCES=1)."
         },
@@ -295,7 +295,7 @@ class Context:
             "an offline answer does (judge_veto, judge_margin) and be rated no lower than the "
             "offline answer, else the offline extract stands in, as it does for a model that "
             "says the sources do not answer. It also withholds right answers a capable model finds "
-            "(README, A local model); off (the default), the model judges and its answer stands "
+            "(docs/how-to/local-model.md); off (the default), the model judges and its answer stands "
             "(GROUNDED_AGENT_JUDGE_MODEL_ANSWERS=1)."
         },
     )

@@ -129,7 +129,7 @@ def test_the_python_api_answers_and_abstains(ingested_home: Path, server: dict[s
 
 
 RECOMMENDED = {LOCAL.JUDGE_SUPPORT: "0", LOCAL.JUDGE_MODEL_ANSWERS: "1"}
-"""What `serve` recommends for this model (README, A local model): the CLI runs with it, the
+"""What `serve` recommends for this model (docs/how-to/local-model.md): the CLI runs with it, the
 Python API and the endpoint with the defaults."""
 
 

