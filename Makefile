@@ -73,7 +73,7 @@ EVAL_ARGS ?= --offline
 eval: dev
 	$(BIN)/python -m evals --all --sample 300 --seeds 0 1 2 $(EVAL_ARGS)
 
-# Rebuilds the offline judge (src/grounded_agent/judge/model) from the SQuAD-derived files:
+# Rebuilds the offline judge (src/grounded_agent/grounding/judge/model) from the SQuAD-derived files:
 # training on the train articles, held-out metrics and the model's checksum printed at the end
 # (about 25 min on two quiet cores); then chooses its veto on the tuning data.
 train-judge: dev

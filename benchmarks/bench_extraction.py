@@ -46,9 +46,9 @@ sys.path.insert(0, str(ROOT))  # the evaluation harness lives beside the package
 from evals.cli import build_parser, resolve_sets  # noqa: E402
 from evals.data import EvalQuestion, EvalSet, stratified_sample  # noqa: E402
 from evals.grading import contains_answer, gold_citation  # noqa: E402
-from grounded_agent.citations import check_answer  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
-from grounded_agent.extractive import extractive_draft  # noqa: E402
+from grounded_agent.grounding.citations import check_answer  # noqa: E402
+from grounded_agent.grounding.extractive import extractive_draft  # noqa: E402
 from grounded_agent.schemas import Finding  # noqa: E402
 
 ROWS = (

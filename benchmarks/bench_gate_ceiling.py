@@ -47,9 +47,9 @@ from evals.grading import Outcome, credited_score  # noqa: E402
 from evals.harness import ingested  # noqa: E402
 from evals.splits import kb_half, select  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
-from grounded_agent.judge import load_judge  # noqa: E402
-from grounded_agent.judge.reading import read  # noqa: E402
-from grounded_agent.scoring import signals  # noqa: E402
+from grounded_agent.grounding.judge import load_judge  # noqa: E402
+from grounded_agent.grounding.judge.reading import read  # noqa: E402
+from grounded_agent.grounding.scoring import signals  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 CALIBRATE: Any = importlib.import_module("calibrate_judge")

@@ -24,8 +24,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from grounded_agent.judge import MODEL_DIR, Judge
-from grounded_agent.judge.reading import candidate_sentences, read
+from grounded_agent.grounding.judge import MODEL_DIR, Judge
+from grounded_agent.grounding.judge.reading import candidate_sentences, read
 from grounded_agent.schemas import Finding
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "grounded_agent" / "sample"

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grounded_agent.judge import MODEL_DIR, Judge, Manifest
+from grounded_agent.grounding.judge import MODEL_DIR, Judge, Manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "benchmarks" / "judge_pages"

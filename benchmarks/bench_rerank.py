@@ -49,8 +49,8 @@ from evals.data import (  # noqa: E402
 from evals.harness import aingest, awarm_up, gold_rank, open_eval_store  # noqa: E402
 from evals.splits import SPLITS, article_of, kb_half, select  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
-from grounded_agent.judge import Judge, load_judge  # noqa: E402
-from grounded_agent.judge.reading import candidate_sentences  # noqa: E402
+from grounded_agent.grounding.judge import Judge, load_judge  # noqa: E402
+from grounded_agent.grounding.judge.reading import candidate_sentences  # noqa: E402
 from grounded_agent.schemas import Finding  # noqa: E402
 
 Order = Callable[[Sequence[Finding], Sequence[float]], list[int]]

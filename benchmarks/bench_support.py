@@ -64,11 +64,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from grounded_agent.citations import check_answer, quoted_in
 from grounded_agent.context import Context
 from grounded_agent.deps import default_chat_model
+from grounded_agent.grounding.citations import check_answer, quoted_in
+from grounded_agent.llm.support_judge import Judged, judge_support, words_stated
 from grounded_agent.schemas import Finding
-from grounded_agent.support_judge import Judged, judge_support, words_stated
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "support_labelled.jsonl"
 SETS = ("tune", "heldout", "fresh")

@@ -1,4 +1,4 @@
-"""Chooses the offline answer decision (grounded_agent.scoring) across several knowledge bases.
+"""Chooses the offline answer decision (grounded_agent.grounding.scoring) across several knowledge bases.
 
 For every question of the fitting KBs it runs the store's real search (first attempt), keeps the
 usable passages (relevance >= low threshold), computes `scoring.signals` and the extractive answer
@@ -33,9 +33,9 @@ from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir
 from evals.grading import contains_answer
 from evals.harness import aingest, open_eval_store
 from grounded_agent import scoring
-from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
-from grounded_agent.extractive import extractive_draft
+from grounded_agent.grounding.citations import check_answer
+from grounded_agent.grounding.extractive import extractive_draft
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibrate_relevance import fit_logistic

@@ -36,13 +36,13 @@ from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir, load_s
 from evals.grading import contains_answer
 from evals.harness import ingested
 from evals.splits import kb_half, select
-from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
-from grounded_agent.extractive import extractive_draft
-from grounded_agent.judge import MODEL_DIR, load_judge
-from grounded_agent.judge.reading import read
+from grounded_agent.grounding.citations import check_answer
+from grounded_agent.grounding.extractive import extractive_draft
+from grounded_agent.grounding.judge import MODEL_DIR, load_judge
+from grounded_agent.grounding.judge.reading import read
+from grounded_agent.grounding.scoring import decisive, local_confidence
 from grounded_agent.schemas import Confidence, Finding
-from grounded_agent.scoring import decisive, local_confidence
 
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 KBS = Path("benchmarks/kbs")

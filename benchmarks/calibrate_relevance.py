@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from grounded_agent.grounding.text import content_stems, stems_coverage, term_weights
 from grounded_agent.store import relevance
 from grounded_agent.store.embeddings import local_embeddings
 from grounded_agent.store.ingest import chunk_document, load_file
 from grounded_agent.store.vectorstore import passage_text
-from grounded_agent.text import content_stems, stems_coverage, term_weights
 
 ROOT = Path(__file__).resolve().parent
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evals.grading import Response
-from grounded_agent.citations import check_answer
-from grounded_agent.extractive import extractive_draft
+from grounded_agent.grounding.citations import check_answer
+from grounded_agent.grounding.extractive import extractive_draft
 from grounded_agent.schemas import Finding
 
 SYSTEMS: tuple[str, ...] = ("full_graph", "thresholds_only", "plain_rag")

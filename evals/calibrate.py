@@ -3,7 +3,7 @@
 `python -m evals.calibrate` draws a calibration sample that excludes the
 report samples (seeds 0 and 2 by default), records every knowledge-base search the agent makes on
 it once (`CachedSearch`), and then re-runs the whole offline graph and the baselines from that
-record in seconds, so cut-offs in `grounded_agent.scoring` can be compared without re-embedding.
+record in seconds, so cut-offs in `grounded_agent.grounding.scoring` can be compared without re-embedding.
 """
 
 from __future__ import annotations

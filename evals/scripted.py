@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from grounded_agent.extractive import extractive_draft
+from grounded_agent.grounding.extractive import extractive_draft
 from grounded_agent.nodes.reformulate_query import local_rewrite
 from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM

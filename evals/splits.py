@@ -23,7 +23,7 @@ def article_of(doc_id: str | None) -> str | None:
 
 def judge_articles() -> tuple[frozenset[str], frozenset[str]]:
     """(train, tune) articles of the shipped judge."""
-    from grounded_agent.judge import Manifest
+    from grounded_agent.grounding.judge import Manifest
 
     manifest = Manifest.read()
     return manifest.train_articles, manifest.tune_articles

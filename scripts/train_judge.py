@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tokenizers import Tokenizer
 
-    from grounded_agent.sentences import split_sentences
+    from grounded_agent.grounding.sentences import split_sentences
 
     started = time.monotonic()
     torch.manual_seed(SPLIT_SEED)
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     onnx_path = export_int8(model, encode, train_pairs[:4], args.out)
     (args.out / "tokenizer.json").write_bytes((base / "tokenizer.json").read_bytes())
 
-    from grounded_agent.judge import Judge
+    from grounded_agent.grounding.judge import Judge
 
     judge = Judge.from_dir(args.out)
     metrics = {name: evaluate(judge, questions, paragraphs, sentences, set(split[name]),

@@ -342,7 +342,7 @@ LIST_HEADER = ["DOCUMENT", "VERSION", "STATUS", "DATE", "CHUNKS", "PAGES", "FORM
 def _version_cols(v: Any) -> list[str]:
     """One version's columns (LIST_HEADER): id, version, status, date, chunks, pages, format,
     title (neutralised: display.py)."""
-    from grounded_agent.display import UNTITLED, neutral_field
+    from grounded_agent.untrusted.display import UNTITLED, neutral_field
 
     return [
         v.doc_id,
@@ -371,14 +371,14 @@ def _version_table(versions: list[Any]) -> list[str]:
 
 def _shown_version(v: Any) -> dict[str, Any]:
     """A version as `docs ... --json` prints it: its title neutralised (display.py)."""
-    from grounded_agent.display import UNTITLED, neutral_field
+    from grounded_agent.untrusted.display import UNTITLED, neutral_field
 
     return {**v.model_dump(mode="json"), "title": neutral_field(v.title, fallback=UNTITLED)}
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from grounded_agent.display import neutral_field
     from grounded_agent.store import open_store
+    from grounded_agent.untrusted.display import neutral_field
 
     if args.docs_command in ("show", "remove"):
         from grounded_agent.api import MAX_DOC_ID_CHARS

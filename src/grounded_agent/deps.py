@@ -1,6 +1,6 @@
 """Injected parts of the graph (chat model, store, tools), each built once and kept.
 
-The budgeted way to call the model is `grounded_agent.model_calls`."""
+The budgeted way to call the model is `grounded_agent.llm.calls`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from langchain_core.language_models import BaseChatModel
 
 from grounded_agent.context import Context
 from grounded_agent.errors import ModelSetupError
-from grounded_agent.judge import Judge, load_judge
-from grounded_agent.model_calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
+from grounded_agent.grounding.judge import Judge, load_judge
+from grounded_agent.llm.calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
 from grounded_agent.schemas import SOURCE_NAME_PATTERN, SOURCE_NAMES, SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
 
@@ -339,7 +339,7 @@ class Deps:
         from grounded_agent.tools.wikipedia import make_wikipedia_tool
 
         store = self.get_store()
-        from grounded_agent.text import warm_up
+        from grounded_agent.grounding.text import warm_up
 
         warm_up()  # word lists and stemmer load here, not inside a search's timeout
         if store.settings.embeddings == "local":

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from grounded_agent.documents import DocumentQuery, errors_text, language_code
-from grounded_agent.text import STOPWORDS
+from grounded_agent.grounding.text import STOPWORDS
 
 Intent = Literal["ask", "search", "search_and_ask"]
 

@@ -27,10 +27,10 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grounded_agent.context import parse_sources
+from grounded_agent.grounding.text import terms
 from grounded_agent.schemas import Finding, SourceName, ToolOutcome
 from grounded_agent.store.records import passage_text
 from grounded_agent.store.relevance import CalibratedRelevance, TermStats
-from grounded_agent.text import terms
 from grounded_agent.tools._retry import Failure, SourceFailure, classify_exception
 from grounded_agent.tools.base import SourceTool
 

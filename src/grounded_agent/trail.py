@@ -1,5 +1,5 @@
 """The decision trail: one trail entry and one structured log line per decision, written by the
-nodes and by model_calls (which sits beneath the nodes, so the helper lives beneath both)."""
+nodes and by llm.calls (which sits beneath the nodes, so the helper lives beneath both)."""
 
 from __future__ import annotations
 

@@ -32,12 +32,12 @@ from grounded_agent import aask, build_graph
 from grounded_agent.cli import parse_demo_questions
 from grounded_agent.context import Context
 from grounded_agent.deps import MAX_MODEL_CALLS
+from grounded_agent.llm.structured import forget_methods
 from grounded_agent.prompts.answer import ANSWER_SYSTEM, ANSWER_USER, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.sources import render_sources
 from grounded_agent.sample import SAMPLE_QUESTIONS
 from grounded_agent.schemas import AgentResult, Finding
 from grounded_agent.store import KnowledgeStore, StoreSettings, open_store
-from grounded_agent.structured import forget_methods
 from grounded_agent.tools.base import SourceTool
 from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
 from tests.conftest import squad_path

@@ -27,11 +27,11 @@ import httpx
 import psycopg
 import pytest
 
+from grounded_agent.grounding.text import terms
 from grounded_agent.store import StoreSettings, open_store
 from grounded_agent.store.ingest import load_file, to_record
 from grounded_agent.store.records import passage_text
 from grounded_agent.store.server import ensure_embedded_server
-from grounded_agent.text import terms
 from tests.e2e.conftest import ROOT, child_env, free_port
 from tests.integration.conftest import server_home
 from tests.support.openai_double import ModelDouble

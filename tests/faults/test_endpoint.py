@@ -146,7 +146,7 @@ def test_no_secret_under_faults_with_debug_logging(
         monkeypatch.setenv(name, value)
     import respx
 
-    from grounded_agent.structured import forget_methods
+    from grounded_agent.llm.structured import forget_methods
     from grounded_agent.tools.web_search import make_web_search_tool
     from tests.support.openai_double import Fault, ModelDouble
     from tests.tool_fakes import KeywordScorer

@@ -15,8 +15,8 @@ import pytest
 
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
+from grounded_agent.llm.structured import forget_methods
 from grounded_agent.schemas import AgentResult, Finding
-from grounded_agent.structured import forget_methods
 from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
 from tests.fakes import ScriptedChatModel, text, tool_call
 from tests.faults.conftest import logged

@@ -23,9 +23,9 @@ import pytest
 
 from grounded_agent.checkpoint import POOL_MAX_SIZE, open_checkpointer
 from grounded_agent.graph.builder import build_graph
+from grounded_agent.llm.structured import forget_methods
 from grounded_agent.serve.app import ServeSettings, create_app
 from grounded_agent.store import KnowledgeStore
-from grounded_agent.structured import forget_methods
 from tests.support.openai_double import ModelDouble
 from tests.support.serving import serving
 

@@ -18,9 +18,9 @@ import pytest
 
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.model_calls import MAX_MODEL_CALLS
+from grounded_agent.llm.calls import MAX_MODEL_CALLS
+from grounded_agent.llm.structured import forget_methods
 from grounded_agent.schemas import AgentResult
-from grounded_agent.structured import forget_methods
 from tests.faults.conftest import logged
 from tests.faults.test_sources import PRO, QUESTION, FlakyStore, kb_tool, must_reject
 from tests.support.openai_double import Fault, ModelDouble

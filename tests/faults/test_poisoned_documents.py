@@ -33,18 +33,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grounded_agent import aask, build_graph
-from grounded_agent.citations import MARKER, URL, marker_numbers
 from grounded_agent.context import Context
-from grounded_agent.display import neutral, neutral_field
 from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
+from grounded_agent.grounding.citations import MARKER, URL, marker_numbers
+from grounded_agent.llm.structured import forget_methods
 from grounded_agent.loaders.base import SourceDocument
 from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.schemas import AgentResult, Finding
-from grounded_agent.screening import screen
 from grounded_agent.search_api import asearch, search_fields
 from grounded_agent.store import KnowledgeStore, StoreSettings, ingest_paths, open_store
 from grounded_agent.store.ingest import IngestReport
-from grounded_agent.structured import forget_methods
+from grounded_agent.untrusted.display import neutral, neutral_field
+from grounded_agent.untrusted.screening import screen
 from tests.fakes import ScriptedChatModel, ScriptedSource, found, text
 from tests.faults.test_sources import must_reject
 from tests.support.openai_double import ModelDouble

@@ -169,8 +169,8 @@ def test_corpus_statistics_weigh_a_collections_everyday_words_down() -> None:
     """In a kettle shop every passage says "kettle": with the collection's statistics that word
     weighs less than the model name only some passages hold; without them, general English
     weighs them alike (the control)."""
+    from grounded_agent.grounding.text import term_weights
     from grounded_agent.sources import CorpusStats
-    from grounded_agent.text import term_weights
 
     docs = [Document(page_content=f"The {m} kettle has a {n}-litre jug.", metadata={"title": "Kettles"})
             for m, n in (("Zephyr", 1), ("Boreas", 2), ("Notus", 3), ("Eurus", 4))]

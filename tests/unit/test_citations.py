@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grounded_agent.citations import (
+from grounded_agent.grounding.citations import (
     MARKER,
     attach_markers,
     check_answer,
@@ -280,7 +280,7 @@ QUOTES = finding(
 
 def test_a_sentence_ending_in_a_quote_keeps_its_marker() -> None:
     """The check splits after '." He' as the sentence choice does, so the quote stays cited."""
-    from grounded_agent.extractive import extractive_draft
+    from grounded_agent.grounding.extractive import extractive_draft
 
     draft = extractive_draft("What was Johnson's Iroquois name?", [QUOTES])
     checked = check_answer(draft, [QUOTES])
@@ -300,7 +300,7 @@ def test_a_word_for_word_quote_with_units_is_supported_and_a_changed_number_is_n
 
 
 def test_a_line_that_only_looks_like_a_numbered_item_continues_its_sentence() -> None:
-    from grounded_agent.sentences import split_sentences
+    from grounded_agent.grounding.sentences import split_sentences
 
     assert "Oxygen gas (O 2) can be toxic at high partial pressures." in split_sentences(QUOTES.text)
     assert split_sentences("Steps:\n1. Open the lid\n2. Press start") == [

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grounded_agent.citations import check_answer, quoted_in
-from grounded_agent.sentences import split_sentences
+from grounded_agent.grounding.citations import check_answer, quoted_in
+from grounded_agent.grounding.sentences import split_sentences
 from tests.fakes import finding
 from tests.support.benchmarks import load_benchmark
 

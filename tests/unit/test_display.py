@@ -6,9 +6,15 @@ from datetime import date
 
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.display import UNTITLED, WITHHELD, neutral, neutral_field, shown_answer
-from grounded_agent.instructions import looks_like_instruction
+from grounded_agent.grounding.instructions import looks_like_instruction
 from grounded_agent.schemas import Citation, Pointer
+from grounded_agent.untrusted.display import (
+    UNTITLED,
+    WITHHELD,
+    neutral,
+    neutral_field,
+    shown_answer,
+)
 from tests.fakes import ScriptedSource, finding, found
 
 FERRY_TITLE = (

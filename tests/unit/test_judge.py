@@ -14,8 +14,8 @@ from evals.data import EvalQuestion
 from evals.splits import article_of, select
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.judge import MODEL_DIR, Judge, JudgeError, load_judge
-from grounded_agent.judge.reading import Reading, below_offline, judge_veto, read
+from grounded_agent.grounding.judge import MODEL_DIR, Judge, JudgeError, load_judge
+from grounded_agent.grounding.judge.reading import Reading, below_offline, judge_veto, read
 from grounded_agent.schemas import Confidence
 from tests.fakes import (
     ScriptedChatModel,
@@ -68,7 +68,7 @@ def test_a_missing_model_is_a_judge_error_not_a_crash(tmp_path: Path) -> None:
 def test_the_judge_loads_and_scores_without_torch() -> None:
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "from grounded_agent.judge import load_judge\n"
+        "from grounded_agent.grounding.judge import load_judge\n"
         f"print(load_judge().score({QUESTION!r}, [('Loans', {ANSWER!r})])[0])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -16,9 +16,9 @@ from langchain_openai import ChatOpenAI
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
 from grounded_agent.deps import MAX_MODEL_CALLS
+from grounded_agent.llm.structured import forget_methods, plain_first
 from grounded_agent.prompts.answer import ANSWER_SYSTEM
 from grounded_agent.schemas import JudgedDraft
-from grounded_agent.structured import forget_methods, plain_first
 from tests.fakes import ScriptedChatModel, ScriptedSource, finding, found, text, tool_call
 from tests.support.openai_double import ModelDouble
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from grounded_agent.answer_types import asked_type, holds_type
-from grounded_agent.citations import check_answer
-from grounded_agent.extractive import extractive_draft
-from grounded_agent.schemas import Finding
-from grounded_agent.sentences import answer_units, split_sentences
-from grounded_agent.text import (
+from grounded_agent.grounding.answer_types import asked_type, holds_type
+from grounded_agent.grounding.citations import check_answer
+from grounded_agent.grounding.extractive import extractive_draft
+from grounded_agent.grounding.sentences import answer_units, split_sentences
+from grounded_agent.grounding.text import (
     asked_part,
     key_terms,
     match_credit,
@@ -20,6 +19,7 @@ from grounded_agent.text import (
     tokens,
     weighted_coverage,
 )
+from grounded_agent.schemas import Finding
 
 
 def test_everyday_words_meet_the_documents_words() -> None:

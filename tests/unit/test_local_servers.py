@@ -10,10 +10,10 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 
 from grounded_agent import aask, build_graph
-from grounded_agent.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import _portable_chat_openai, portable_payload
-from grounded_agent.model_calls import text_tool_calls, tool_names
+from grounded_agent.grounding.cite_unmarked import cite_unmarked, says_no_answer
+from grounded_agent.llm.calls import text_tool_calls, tool_names
 from tests.fakes import ScriptedChatModel, ScriptedSource, finding, found, text, tool_call
 
 PRO = "The Pro plan costs 49 EUR per user per month. It includes priority support."

@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from grounded_agent import aask, build_graph
-from grounded_agent.citations import check_answer
 from grounded_agent.cli import render
 from grounded_agent.context import Context
+from grounded_agent.grounding.citations import check_answer
 from grounded_agent.loaders import load_file
 from grounded_agent.prompts.sources import render_sources
 from grounded_agent.schemas import AgentResult, Citation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grounded_agent.quantities import Quantity, figures_stated, quantities
+from grounded_agent.grounding.quantities import Quantity, figures_stated, quantities
 
 SOURCE = (
     "Refunds are paid within 14 days. A fifth of the fee is kept. The bottle holds 500 ml. "
@@ -86,8 +86,8 @@ def test_a_changed_time_or_count_is_not(sentence: str) -> None:
 def test_the_tables_come_from_the_data_file() -> None:
     # one table of number words and units (data/quantities.txt), read by the figure check and
     # by answer_types alike
-    from grounded_agent.answer_types import holds_type
-    from grounded_agent.quantities import NUMBER_WORDS, TIME_UNITS
+    from grounded_agent.grounding.answer_types import holds_type
+    from grounded_agent.grounding.quantities import NUMBER_WORDS, TIME_UNITS
 
     assert NUMBER_WORDS["seventy"] == 70 and "fortnight" in TIME_UNITS
     assert quantities("a fortnight") == quantities("14 days")

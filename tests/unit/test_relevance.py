@@ -7,8 +7,8 @@ from collections.abc import Collection
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from grounded_agent.grounding.text import rarity, weighted_coverage
 from grounded_agent.store.relevance import CalibratedRelevance, calibrated, terms
-from grounded_agent.text import rarity, weighted_coverage
 from grounded_agent.tools.base import RelevanceScorer
 
 

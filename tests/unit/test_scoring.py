@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.scoring import local_confidence
+from grounded_agent.grounding.scoring import local_confidence
 from tests.fakes import ScriptedSource, finding, found
 
 LOANS = finding(

@@ -6,10 +6,10 @@ import pytest
 
 from grounded_agent.context import Context
 from grounded_agent.loaders.base import SourceDocument
-from grounded_agent.screening import screen
 from grounded_agent.store.ingest import to_record
 from grounded_agent.store.records import SearchFilters
 from grounded_agent.tools.knowledge_base import _without_flagged
+from grounded_agent.untrusted.screening import screen
 
 
 def doc(title: str = "Ferry guide", text: str = "# Ferry guide\n\nFerries leave hourly.",

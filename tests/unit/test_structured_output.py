@@ -21,15 +21,15 @@ from langchain_openai import ChatOpenAI
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
 from grounded_agent.deps import MAX_MODEL_CALLS
-from grounded_agent.prompts.answer import ANSWER_USER, JUDGED_ANSWER_SYSTEM
-from grounded_agent.prompts.sources import render_sources
-from grounded_agent.schemas import JudgedDraft
-from grounded_agent.structured import (
+from grounded_agent.llm.structured import (
     forget_methods,
     read_structured,
     start_method,
     structured_call,
 )
+from grounded_agent.prompts.answer import ANSWER_USER, JUDGED_ANSWER_SYSTEM
+from grounded_agent.prompts.sources import render_sources
+from grounded_agent.schemas import JudgedDraft
 from tests.fakes import ScriptedSource, finding, found
 from tests.support.openai_double import Fault, ModelDouble
 

@@ -7,9 +7,9 @@ from functools import partial
 
 from langchain_core.messages import HumanMessage
 
-from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
-from grounded_agent.support_judge import judge_support, new_words, words_stated
+from grounded_agent.grounding.citations import check_answer
+from grounded_agent.llm.support_judge import judge_support, new_words, words_stated
 from tests.fakes import ScriptedChatModel, finding, text, tool_call
 
 PASSAGE = finding(

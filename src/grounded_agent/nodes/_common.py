@@ -1,5 +1,5 @@
 """Small helpers the nodes share: the run's Context, the tool outcomes in state, and the trail
-entry (`step`, which lives in trail.py so that model_calls can write one too)."""
+entry (`step`, which lives in trail.py so that llm.calls can write one too)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from grounded_agent.context import (
     Context,
     context_from_config,
 )
-from grounded_agent.extractive import extractive_draft
+from grounded_agent.grounding.extractive import extractive_draft
 from grounded_agent.schemas import Finding, ToolOutcome
 from grounded_agent.state import turn_of
 from grounded_agent.trail import step as step

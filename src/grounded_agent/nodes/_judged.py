@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grounded_agent.context import Context
-from grounded_agent.model_calls import Fallback, add_usage, ask_model
+from grounded_agent.llm.calls import Fallback, add_usage, ask_model
+from grounded_agent.llm.structured import plain_first, remember_plain, structured_call
 from grounded_agent.nodes._common import step
 from grounded_agent.schemas import Confidence, JudgedDraft
 from grounded_agent.state import AgentState
-from grounded_agent.structured import plain_first, remember_plain, structured_call
 
 log = logging.getLogger(__name__)
 

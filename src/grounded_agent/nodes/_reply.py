@@ -9,6 +9,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from grounded_agent.context import MAX_ATTEMPTS, Context
+from grounded_agent.grounding.text import content_stems
 from grounded_agent.nodes._common import outcomes_of
 from grounded_agent.prompts.answer import (
     CAVEAT_TEXT,
@@ -20,7 +21,6 @@ from grounded_agent.prompts.answer import (
 )
 from grounded_agent.schemas import Citation, Confidence, Finding, Pointer, SourceReport, ToolOutcome
 from grounded_agent.state import turn_of
-from grounded_agent.text import content_stems
 
 SOURCE_LABELS = {
     "knowledge_base": "the knowledge base",

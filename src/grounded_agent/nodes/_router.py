@@ -19,7 +19,7 @@ from grounded_agent.intents import (
     decide,
     document_tool_specs,
 )
-from grounded_agent.model_calls import Fallback, ModelReply, add_usage, ask_model, remaining_time
+from grounded_agent.llm.calls import Fallback, ModelReply, add_usage, ask_model, remaining_time
 from grounded_agent.nodes._common import step
 from grounded_agent.prompts.call_tools import CALL_TOOLS_USER
 from grounded_agent.prompts.route_request import RETRY_TEXT

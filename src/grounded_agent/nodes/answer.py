@@ -8,7 +8,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
-from grounded_agent.display import shown_answer
 from grounded_agent.nodes._common import ctx_of, final_outcomes, outcomes_of, step
 from grounded_agent.nodes._reply import (
     closest_passages,
@@ -21,6 +20,7 @@ from grounded_agent.nodes._reply import (
 )
 from grounded_agent.schemas import Citation, Confidence
 from grounded_agent.state import AgentState, turn_of
+from grounded_agent.untrusted.display import shown_answer
 
 MAX_CLOSEST = 3
 """Documents listed as the closest when nothing answered (Context.closest_threshold decides which

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.model_calls import remaining_time
+from grounded_agent.llm.calls import remaining_time
 from grounded_agent.nodes._common import ctx_of, outcomes_of, require_turn, step
 from grounded_agent.nodes._scope import scope_calls
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome

@@ -10,16 +10,16 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from grounded_agent.citations import Checked, check_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.judge.reading import model_doubt, model_sentences
+from grounded_agent.grounding.citations import Checked, check_answer
+from grounded_agent.grounding.judge.reading import model_doubt, model_sentences
 from grounded_agent.languages import code_of
-from grounded_agent.model_calls import Fallback
+from grounded_agent.llm.calls import Fallback
+from grounded_agent.llm.support_judge import judge_support, words_stated
 from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, require_turn, step
 from grounded_agent.schemas import Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
-from grounded_agent.support_judge import judge_support, words_stated
 
 log = logging.getLogger(__name__)
 

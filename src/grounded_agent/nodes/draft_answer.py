@@ -8,12 +8,12 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from grounded_agent.citations import MARKER
-from grounded_agent.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
+from grounded_agent.grounding.citations import MARKER
+from grounded_agent.grounding.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.languages import name_of, translation_needed
-from grounded_agent.model_calls import Fallback, ask_model
+from grounded_agent.llm.calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, require_turn, step
 from grounded_agent.nodes._judged import judged_draft
 from grounded_agent.prompts.answer import ANSWER_USER

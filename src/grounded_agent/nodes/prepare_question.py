@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context, parse_sources, shown_names
 from grounded_agent.deps import Deps
-from grounded_agent.model_calls import Fallback, ask_model
+from grounded_agent.llm.calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, step
 from grounded_agent.prompts.prepare_question import CONDENSE_QUESTION_SYSTEM, CONDENSE_QUESTION_USER
 from grounded_agent.schemas import Confidence, InvalidQuestion, SourceName, validate_question

@@ -15,11 +15,11 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.model_calls import Fallback, ask_model
+from grounded_agent.grounding.text import QUESTION_LEADS, STOPWORDS, tokens
+from grounded_agent.llm.calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, is_repeat, nonempty, step
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_USER
 from grounded_agent.state import AgentState, turn_of
-from grounded_agent.text import QUESTION_LEADS, STOPWORDS, tokens
 
 log = logging.getLogger(__name__)
 

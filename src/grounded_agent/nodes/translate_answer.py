@@ -9,10 +9,10 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from grounded_agent.citations import MARKER
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
-from grounded_agent.model_calls import Fallback, ask_model
+from grounded_agent.grounding.citations import MARKER
+from grounded_agent.llm.calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, nonempty, step
 from grounded_agent.prompts.answer import TRANSLATE_ANSWER_USER
 from grounded_agent.state import AgentState, Draft, turn_of

@@ -38,10 +38,10 @@ from grounded_agent.loaders.base import (
     parse_date,
     parse_front_matter,
 )
-from grounded_agent.screening import FlaggedDocument, screen
 from grounded_agent.store.catalog import KnownVersion
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.records import ChunkRecord, DocumentRecord, passage_text
+from grounded_agent.untrusted.screening import FlaggedDocument, screen
 
 if TYPE_CHECKING:
     from grounded_agent.store.vectorstore import KnowledgeStore

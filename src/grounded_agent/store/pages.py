@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from grounded_agent.display import shown_documents
 from grounded_agent.documents import DocumentList, DocumentQuery, listing_text
+from grounded_agent.untrusted.display import shown_documents
 
 if TYPE_CHECKING:
     from grounded_agent.store import KnowledgeStore

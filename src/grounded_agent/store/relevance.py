@@ -10,8 +10,8 @@ from typing import Protocol
 
 from langchain_core.embeddings import Embeddings
 
-from grounded_agent.sentences import split_sentences
-from grounded_agent.text import (
+from grounded_agent.grounding.sentences import split_sentences
+from grounded_agent.grounding.text import (
     content_stems,
     stems_coverage,
     term_weights,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from grounded_agent.grounding.text import STOPWORDS
 from grounded_agent.schemas import Finding
 from grounded_agent.store.records import (
     FTS_CONFIGS,
@@ -18,7 +19,6 @@ from grounded_agent.store.records import (
     vector_literal,
 )
 from grounded_agent.store.relevance import CalibratedRelevance
-from grounded_agent.text import STOPWORDS
 
 if TYPE_CHECKING:
     from langchain_postgres import PGVectorStore

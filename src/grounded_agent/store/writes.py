@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 
+from grounded_agent.grounding.text import terms
 from grounded_agent.store.records import (
     DocumentRecord,
     WriteResult,
@@ -22,7 +23,6 @@ from grounded_agent.store.records import (
     passage_text,
     vector_literal,
 )
-from grounded_agent.text import terms
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from grounded_agent.answer_types import asked_type, holds_type
-from grounded_agent.citations import attach_markers
-from grounded_agent.instructions import looks_like_instruction
+from grounded_agent.grounding.answer_types import asked_type, holds_type
+from grounded_agent.grounding.citations import attach_markers
+from grounded_agent.grounding.instructions import looks_like_instruction
+from grounded_agent.grounding.sentences import answer_units
+from grounded_agent.grounding.text import idf_from, key_terms, weighted_coverage
 from grounded_agent.schemas import Finding
-from grounded_agent.sentences import answer_units
-from grounded_agent.text import idf_from, key_terms, weighted_coverage
 
 TYPE_BONUS = 0.3
 """Added to a sentence's coverage when it holds the kind of thing the question asks for."""

@@ -16,14 +16,14 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from grounded_agent.citations import URL
 from grounded_agent.context import Context
-from grounded_agent.model_calls import BudgetExhausted
+from grounded_agent.grounding.citations import URL
+from grounded_agent.grounding.text import is_content, match_credit, stem, terms, tokens
+from grounded_agent.llm.calls import BudgetExhausted
+from grounded_agent.llm.structured import structured_call
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_USER
 from grounded_agent.prompts.sources import render_claims, render_sources
 from grounded_agent.schemas import Finding, SupportJudgement
-from grounded_agent.structured import structured_call
-from grounded_agent.text import is_content, match_credit, stem, terms, tokens
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from grounded_agent.citations import check_answer
 from grounded_agent.context import Context
-from grounded_agent.extractive import extractive_draft
-from grounded_agent.judge import Judge, load_judge
-from grounded_agent.nodes.score_confidence import LocalJudgement
+from grounded_agent.grounding.citations import check_answer
+from grounded_agent.grounding.confidence import LocalJudgement
+from grounded_agent.grounding.extractive import extractive_draft
+from grounded_agent.grounding.judge import Judge, load_judge
 from grounded_agent.schemas import Citation, Confidence, Finding
 
 SupportJudge = Callable[[str, Sequence[Finding]], bool]

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grounded_agent.answer_types import AnswerType, asked_type, holds_type
-from grounded_agent.citations import MARKER
-from grounded_agent.extractive import extractive_draft
+from grounded_agent.grounding.answer_types import AnswerType, asked_type, holds_type
+from grounded_agent.grounding.citations import MARKER
+from grounded_agent.grounding.extractive import extractive_draft
+from grounded_agent.grounding.sentences import split_sentences
+from grounded_agent.grounding.text import key_terms, missing_names, weighted_coverage
 from grounded_agent.schemas import Confidence, Finding
-from grounded_agent.sentences import split_sentences
-from grounded_agent.text import key_terms, missing_names, weighted_coverage
 
 # Cut-offs on key-term coverage of a passage (share of the question's weighted key terms).
 HIGH_COVERAGE = 0.5

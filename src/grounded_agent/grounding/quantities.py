@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from grounded_agent.text import data_lines
+from grounded_agent.grounding.text import data_lines
 
 
 def _table() -> tuple[dict[str, int], dict[str, float], dict[str, tuple[str, float]]]:

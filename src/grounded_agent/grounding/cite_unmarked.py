@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from grounded_agent.citations import attach_markers, quoted_in, split_claims
+from grounded_agent.grounding.citations import attach_markers, quoted_in, split_claims
+from grounded_agent.grounding.text import content_stems
 from grounded_agent.prompts.answer import NO_ANSWER_PATTERN
 from grounded_agent.schemas import Finding
-from grounded_agent.text import content_stems
 
 _NO_ANSWER = re.compile(NO_ANSWER_PATTERN, re.IGNORECASE)
 

@@ -22,22 +22,22 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from grounded_agent.instructions import looks_like_instruction
-from grounded_agent.quantities import figures_stated
-from grounded_agent.schemas import Citation, Finding
-from grounded_agent.sentences import (
+from grounded_agent.grounding.instructions import looks_like_instruction
+from grounded_agent.grounding.quantities import figures_stated
+from grounded_agent.grounding.sentences import (
     BULLET,
     SENTENCE_END,
     answer_units,
     ends_with_abbreviation,
     join_abbreviated,
 )
-from grounded_agent.text import (
+from grounded_agent.grounding.text import (
     data_lines,
     stem,
     terms,
     tokens,
 )
+from grounded_agent.schemas import Citation, Finding
 
 MARKER = re.compile(
     r"\[\s*\^?\s*(?:sources?\s*:?\s*)?"

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grounded_agent.citations import split_claims
-from grounded_agent.extractive import READ_PASSAGES, extractive_draft
-from grounded_agent.instructions import looks_like_instruction
-from grounded_agent.judge import Judge
+from grounded_agent.grounding.citations import split_claims
+from grounded_agent.grounding.extractive import READ_PASSAGES, extractive_draft
+from grounded_agent.grounding.instructions import looks_like_instruction
+from grounded_agent.grounding.judge import Judge
+from grounded_agent.grounding.sentences import answer_units
 from grounded_agent.schemas import Citation, Confidence, Finding
-from grounded_agent.sentences import answer_units
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from grounded_agent.citations import MARKER
-from grounded_agent.instructions import looks_like_instruction
+from grounded_agent.grounding.citations import MARKER
+from grounded_agent.grounding.instructions import looks_like_instruction
+from grounded_agent.grounding.sentences import split_sentences
 from grounded_agent.loaders.base import SourceDocument
-from grounded_agent.sentences import split_sentences
 
 PROMPT_TAG = re.compile(
     r"<\s*/?\s*(?:sources?|passages?|system|assistant|user|instructions?|prompt|claims?|"

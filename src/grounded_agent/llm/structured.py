@@ -43,7 +43,7 @@ from langchain_core.utils.function_calling import convert_to_openai_function
 from pydantic import BaseModel, ValidationError
 
 from grounded_agent.context import Context
-from grounded_agent.model_calls import BudgetExhausted, add_usage, ai_text, ask_model, check_budget
+from grounded_agent.llm.calls import BudgetExhausted, add_usage, ai_text, ask_model, check_budget
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from grounded_agent.quantities import NUMBER_WORDS, TIME_UNITS
+from grounded_agent.grounding.quantities import NUMBER_WORDS, TIME_UNITS
 
 AnswerType = Literal[
     "amount", "price", "duration", "frequency", "date", "number", "phone", "person", "place"

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from grounded_agent.citations import MARKER, URL, marker_numbers
-from grounded_agent.instructions import looks_like_instruction
+from grounded_agent.grounding.citations import MARKER, URL, marker_numbers
+from grounded_agent.grounding.instructions import looks_like_instruction
 
 T = TypeVar("T")
 

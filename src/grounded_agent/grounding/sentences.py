@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from grounded_agent.text import data_lines
+from grounded_agent.grounding.text import data_lines
 
 SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)]))\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 """Where one sentence ends and the next begins, also after a closing quote ('... things." He').

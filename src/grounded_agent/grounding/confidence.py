@@ -1,0 +1,55 @@
+"""The offline judgement of one question's evidence: relevance bands, missing names, the asked-for
+kind of answer, and the learned judge's veto over the sentences an answer would quote."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from grounded_agent.context import Context
+from grounded_agent.grounding.extractive import extractive_draft
+from grounded_agent.grounding.judge import Judge
+from grounded_agent.grounding.judge.reading import judge_veto
+from grounded_agent.grounding.scoring import local_confidence
+from grounded_agent.schemas import Confidence, Finding
+
+
+@dataclass
+class LocalJudgement:
+    """The offline judgement of one question's evidence, over the sentences an answer would quote
+    (built once: the offline scorer and the draft without a model read them; the judge's veto
+    reads them in judge/reading.py)."""
+
+    question: str
+    evidence: list[Finding]
+    ctx: Context
+    get_judge: Callable[[], Judge]
+    extract: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.extract = extractive_draft(self.question, self.evidence)
+
+    def vetted(self, conf: Confidence, among: list[Finding]) -> Confidence:
+        return judge_veto(self.question, among, conf, self.get_judge(), self.ctx.judge_veto,
+                          self.ctx.judge_margin)
+
+    def verdict(self) -> Confidence:
+        """The offline verdict; what reached the model only for the model to judge does not
+        count without it."""
+        kept = [e for e in self.evidence if e.score >= self.ctx.low_threshold]
+        quoted = (self.extract if len(kept) == len(self.evidence)
+                  else extractive_draft(self.question, kept))
+        conf = local_confidence(self.question, kept, self.ctx.found_threshold,
+                                self.ctx.low_threshold, quoted)
+        return offline_verdict(self.vetted(conf, kept))
+
+
+def offline_verdict(conf: Confidence) -> Confidence:
+    """Offline, weak evidence is final: the local rewrite re-asks with the question's own words,
+    and on five evaluated knowledge bases its second attempt answered nothing right (5 of 106
+    second attempts answered, all wrongly). Only a model's rewrite can find other words."""
+    if conf.level != "LOW":
+        return conf
+    return Confidence(level="NOT_RELEVANT", reason=f"{conf.reason}; no better wording offline")
+
+
