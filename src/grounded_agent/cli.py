@@ -386,7 +386,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
         ids = [args.doc_id] if args.docs_command == "show" else args.doc_ids
         if args.docs_command == "remove" and bool(ids) == bool(args.all):
-            print("grounded-agent: docs remove takes document ids or --all (not both)",
+            print("grounded-agent: invalid arguments: docs remove takes document ids or --all "
+                  "(not both)",
                   file=sys.stderr)
             return 2
         try:  # invalid UTF-8 arrives as lone surrogates: named here, not a database error

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources, shown_names
 from grounded_agent.documents import DocumentQuery
@@ -78,15 +78,16 @@ def input_schema_for(sources: Sequence[str] | None) -> type[AgentInput]:
         return AgentInput
     known = tuple(sources)
 
-    class ServedInput(AgentInput):
-        model_config = ConfigDict(extra="forbid", title="AgentInput")
+    def known_only(cls: type[BaseModel], value: list[str] | None) -> list[str] | None:
+        return checked_sources(value, known)
 
-        @field_validator("sources")
-        @classmethod
-        def _known(cls, value: list[str] | None) -> list[str] | None:
-            return checked_sources(value, known)
-
-    return ServedInput
+    # named as the class it extends: clients and the OpenAPI schema see one AgentInput
+    served: type[AgentInput] = create_model(
+        "AgentInput",
+        __base__=AgentInput,
+        __validators__={"_known": field_validator("sources")(classmethod(known_only))},  # type: ignore[dict-item]
+    )
+    return served
 
 
 def checked_sources(value: list[str] | None, known: Sequence[str]) -> list[str] | None:
