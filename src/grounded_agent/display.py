@@ -189,7 +189,7 @@ def shown_source(item: T) -> T:
     section neutralised; its URL field is its own link and stays, if it is a web address."""
     fields = item.model_dump() if isinstance(item, BaseModel) else dict(item)  # type: ignore[call-overload]
     url = fields.get("url")
-    own = [url] if is_web_url(url) else []
+    own = [url] if isinstance(url, str) and is_web_url(url) else []
     changes: dict[str, Any] = {
         "title": neutral_field(fields.get("title"), fallback=UNTITLED, urls=own),
         "section": neutral_field(fields.get("section"), urls=own) or None,
@@ -250,7 +250,7 @@ def shown_documents(documents: Mapping[str, Any]) -> dict[str, Any]:
     items = []
     for item in documents.get("items") or []:
         url = item.get("source_url")
-        own = [url] if is_web_url(url) else []
+        own = [url] if isinstance(url, str) and is_web_url(url) else []
         items.append({
             **item,
             **{k: neutral_field(item[k], fallback="-") for k in _ID_FIELDS

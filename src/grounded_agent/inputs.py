@@ -43,11 +43,10 @@ _TERMINAL = re.compile(
 
 _KEPT_CONTROLS = frozenset("\t\n\r\f")
 _LINE_BREAKS = {0x2028: "\n", 0x2029: "\n\n", 0x0B: "\n", 0x85: "\n"}
-_INVISIBLE_EXTRA = (
-    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x3164, 0xFFA0]
-    + list(range(0xFE00, 0xFE10))
-    + list(range(0xE0100, 0xE01F0))
-)
+_INVISIBLE_EXTRA = [
+    0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x3164, 0xFFA0,
+    *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0),
+]
 """Characters that render as nothing but are not of category Cf: the combining grapheme joiner,
 Hangul fillers, Khmer inherent vowels, Mongolian and other variation selectors."""
 

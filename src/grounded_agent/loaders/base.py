@@ -164,7 +164,7 @@ def _yaml_mapping(block: str, what: str, line_offset: int = 1) -> dict[str, Any]
     if len(block.encode("utf-8", "surrogatepass")) > MAX_FRONT_MATTER_BYTES:
         raise IngestError(f"{what} is larger than {MAX_FRONT_MATTER_BYTES // 1024} KB")
     try:
-        meta = yaml.load(block, Loader=_BoundedLoader) if block.strip() else {}  # noqa: S506
+        meta = yaml.load(block, Loader=_BoundedLoader) if block.strip() else {}
     except IngestError as exc:
         raise IngestError(f"{what} {exc}") from None
     except RecursionError:
