@@ -50,6 +50,13 @@ _PROMPT_SPAN = re.compile(rf"(?:{PROMPT_TAG.pattern})(?:[^\n]*(?:{PROMPT_TAG.pat
                           re.IGNORECASE)
 """From the first prompt tag to the last on a line: the text planted inside a `<source>` element, or
 between a `</source>` and a `<source>`, goes with them."""
+_CODE_ELEMENT = re.compile(
+    r"<\s*(script|style|iframe|object|embed|noscript|template|textarea|svg|math)\b[^\n]*?"
+    r"(?:<\s*/\s*\1\s*>|$)",
+    re.IGNORECASE,
+)
+"""An element whose content is code or markup, not text: dropped with its content (to its closing
+tag, or the line's end)."""
 _IMAGE = re.compile(r"!\[[^\]\n]{0,300}\](?:\([^)\n]{0,600}\))?")
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,600})(?:\s+\"[^\"\n]{0,200}\")?\)")
 _PAYLOAD_SCHEMES = (
@@ -88,6 +95,7 @@ def _allowed_marker(group: str, markers: int) -> bool:
 
 def _cut_markup(text: str, urls: Collection[str], markers: int) -> str:
     text = _PROMPT_SPAN.sub(_CUT, text)
+    text = _CODE_ELEMENT.sub(_CUT, text)
     text = _IMAGE.sub(_CUT, text)
 
     def link(m: re.Match[str]) -> str:

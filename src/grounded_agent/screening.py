@@ -56,6 +56,7 @@ class FlaggedDocument(BaseModel):
     reasons: list[str]
 
 
+_MD_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _KEY_NAME = re.compile(r"[\w.-]{1,40}")
 """A metadata key a reason may name; any other key is named "(a key)" (reasons never quote)."""
 
@@ -98,6 +99,8 @@ def screen(doc: SourceDocument) -> list[str]:
     for where, value in _strings(metadata, "metadata"):
         reasons += _field_reasons(where, value)
     headings = {h for s in doc.sections or [] for h in s.path}
+    if doc.sections is None and doc.fmt == "markdown":  # its headings are lines of its text
+        headings |= {m.group(1) for m in _MD_HEADING.finditer(doc.text)}
     for heading in sorted(headings):
         for reason in _field_reasons("a heading", heading):
             if reason not in reasons:

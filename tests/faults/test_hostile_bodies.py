@@ -140,7 +140,7 @@ def test_without_the_check_the_parser_reads_them_in_a_guessed_encoding() -> None
 
 def post_routes(app: Any) -> list[str]:
     """Every POST route of the app: the agent's LangServe routes and any other."""
-    return sorted(r.path for r in app.routes if "POST" in (getattr(r, "methods", None) or ()))
+    return sorted({r.path for r in app.routes if "POST" in (getattr(r, "methods", None) or ())})
 
 
 @pytest.fixture
