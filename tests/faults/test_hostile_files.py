@@ -36,7 +36,7 @@ from grounded_agent.sample import SAMPLE_KB
 from grounded_agent.store import KnowledgeStore, StoreSettings, ingest_paths, open_store
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.ingest import to_record
-from tests.integration.conftest import real_store  # noqa: F401 - the fixture
+from tests.integration.conftest import real_store as real_kb
 
 pytestmark = pytest.mark.integration
 
@@ -106,6 +106,10 @@ def hostile_folder(root: Path) -> tuple[Path, dict[str, str]]:
 @pytest.fixture
 def folder(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     yield hostile_folder(tmp_path)
+
+
+kb_store = real_kb
+"""The real model's store in a table of its own (tests/integration/conftest.py)."""
 
 
 def cli_run(*argv: str) -> tuple[int, str, str]:
@@ -205,7 +209,7 @@ async def test_a_hostile_folder_ingests_its_good_files_and_reports_each_bad_one(
 
 
 async def test_a_word_too_long_for_the_index_is_one_document_error_not_a_dead_database(
-    real_store: KnowledgeStore,
+    kb_store: KnowledgeStore,
 ) -> None:
     """Negative control of the loader's word limit, and the error class behind it: a record
     written without the limit fails in PostgreSQL's index (54000, raised by psycopg as an
@@ -214,8 +218,8 @@ async def test_a_word_too_long_for_the_index_is_one_document_error_not_a_dead_da
     doc = SourceDocument(doc_id="w", title="W", text=f"Text {word} end.", origin="w")
     record = to_record(doc)  # built directly: the loader would have left the word out
     record.embeddings = [[0.1] * 384 for _ in record.chunks]
-    with pytest.raises(Exception) as caught:  # noqa: PT011 - the class is what is asserted
-        await real_store.awrite_document(record)
+    with pytest.raises(Exception) as caught:  # its class is what is asserted
+        await kb_store.awrite_document(record)
     assert not isinstance(caught.value, StoreError), caught.value
     assert "index row" in str(caught.value) or "exceeds" in str(caught.value), caught.value
-    assert await real_store.alist_documents() == []  # the store still answers
+    assert await kb_store.alist_documents() == []  # the store still answers
