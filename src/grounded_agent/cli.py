@@ -265,7 +265,6 @@ def _hint_if_empty(result: AgentResult) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from grounded_agent.store import open_store
     from grounded_agent.store.ingest import ingest_paths
 
     paths = [Path(p) for p in args.paths]
@@ -276,7 +275,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.sync and not any(p.is_dir() for p in paths):
         print("grounded-agent: --sync needs a directory", file=sys.stderr)
         return 2
-    store = open_store()
+    store = _command_store()
     report = ingest_paths(
         paths, store, progress=not args.json and sys.stderr.isatty(), sync=args.sync
     )
@@ -344,7 +343,6 @@ def _shown_version(v: Any) -> dict[str, Any]:
 def cmd_docs(args: argparse.Namespace) -> int:
     from grounded_agent.display import neutral_field
     from grounded_agent.inputs import is_web_url
-    from grounded_agent.store import open_store
 
     if args.docs_command in ("show", "remove"):
         from grounded_agent.api import MAX_DOC_ID_CHARS
@@ -355,7 +353,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
         except InvalidQuestion as exc:
             print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
             return 2
-    store = open_store()
+    store = _command_store()
     if args.docs_command == "list":
         versions = store.list_documents(all_versions=args.all_versions)
         if args.json:
@@ -527,11 +525,10 @@ def parse_demo_questions(text: str) -> list[tuple[str, str, list[str] | None]]:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from grounded_agent.api import arun
-    from grounded_agent.store import open_store
     from grounded_agent.store.ingest import ingest_paths
 
     kb = Path(args.kb)
-    report = ingest_paths([kb], open_store(), progress=sys.stderr.isatty())
+    report = ingest_paths([kb], _command_store(), progress=sys.stderr.isatty())
     print(
         f"Knowledge base {kb}: {report.documents} documents, {report.chunks} chunks "
         f"({report.skipped} unchanged, {len(report.errors)} errors)\n"
@@ -738,11 +735,34 @@ def main(argv: list[str] | None = None) -> int:
             log.error("details: %s", redacted_traceback(exc))
         return 1
     finally:
+        _close_command_stores()
         try:
             sys.stdout.flush()
         except BrokenPipeError:
             _quiet_stdout(streams[0])
         sys.stdout, sys.stderr = streams
+
+
+_COMMAND_STORES: list[Any] = []
+
+
+def _command_store() -> Any:
+    """The knowledge store of one command, closed when it ends (`main`): CLI commands run in a
+    loop in one process must not each leave a pool of connections open (they exhausted the
+    server's connection limit)."""
+    from grounded_agent.store import open_store
+
+    _COMMAND_STORES.append(open_store())
+    return _COMMAND_STORES[-1]
+
+
+def _close_command_stores() -> None:
+    while _COMMAND_STORES:
+        store = _COMMAND_STORES.pop()
+        try:
+            store.run_sync(store.aclose())
+        except Exception:  # closing is best effort: the process may be ending anyway
+            log.debug("could not close the store", exc_info=True)
 
 
 class TerminalSafe:
