@@ -98,15 +98,14 @@ def test_a_connection_limit_reached_is_waited_out(store: KnowledgeStore, fault: 
 
     # past the wait: a busy database, said so, by the API and by the CLI
     store.run_sync(store.aclose())
-    with every_connection_taken(url):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(vectorstore, "CONNECT_RETRY_S", 1.0)
-            with pytest.raises(StoreBusy) as busy:
-                store.list_documents()
-            assert isinstance(busy.value, StoreUnavailable)  # callers that catch it still do
-            out, err = io.StringIO(), io.StringIO()
-            with redirect_stdout(out), redirect_stderr(err):
-                code = cli.main(["docs", "list"])
+    with every_connection_taken(url), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vectorstore, "CONNECT_RETRY_S", 1.0)
+        with pytest.raises(StoreBusy) as busy:
+            store.list_documents()
+        assert isinstance(busy.value, StoreUnavailable)  # callers that catch it still do
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = cli.main(["docs", "list"])
     assert code == 1
     assert "busy" in err.getvalue() and "connection limit" in err.getvalue(), err.getvalue()
     assert "could not be started" not in err.getvalue()
