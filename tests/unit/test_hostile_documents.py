@@ -257,3 +257,31 @@ def test_neutral_field_keeps_no_text_of_a_removed_tag(value: str) -> None:
         shown = neutral_field(f"Pricing {tag} plan")
         assert "onerror" not in shown and "ignore" not in shown and "77" not in shown, shown
         assert shown.startswith("Pricing"), shown
+
+
+def test_a_closed_pipe_ends_the_cli_quietly(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`grounded-agent docs list | head -1`: the reader closes the pipe; the command stops
+    with exit 0 and no "failed: BrokenPipeError" (control: writing to that pipe does raise)."""
+    import io
+    import os
+
+    from grounded_agent import cli
+
+    def many_lines(args: Any) -> int:
+        for i in range(100_000):
+            print(f"doc-{i}  2026.1  active  title {i}")
+        return 0
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    pipe = io.TextIOWrapper(os.fdopen(write_end, "wb", buffering=0), encoding="utf-8")
+    with pytest.raises(BrokenPipeError):  # control: the pipe is closed at its other end
+        pipe.write("x" * 70_000)
+        pipe.flush()
+    monkeypatch.setattr(cli, "cmd_docs", many_lines)
+    monkeypatch.setattr(sys, "stdout", pipe)
+    code = cli.main(["docs", "list"])
+    monkeypatch.undo()
+    assert code == 0
+    assert "BrokenPipe" not in capsys.readouterr().err
