@@ -120,7 +120,7 @@ _DOC_ID = re.compile(r"[^\W_]|_")
 _DOC_ID_FULL = re.compile(r"[\w][\w .,:;+#@~/()&'\-]*")
 _DOC_ID_OTHER = re.compile(r"[^\w .,:;+#@~/()&'\-]+")
 MAX_VERSION_CHARS = 64
-_VERSION = re.compile(r"[\w][\w .,:+~/\-]*")
+_VERSION = re.compile(r"[\w][\w .,:+~/()#\-]*")
 MAX_URL_CHARS = 2048
 _URL = re.compile(r"https?://[^\s/?#<>\"'`\\^{}|]+(?:[/?#][^\s<>\"'`\\^{}|]*)?", re.IGNORECASE)
 _LANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{2,8})?")
@@ -154,7 +154,7 @@ def version_problem(value: str) -> str | None:
     if len(value) > MAX_VERSION_CHARS:
         return f"is longer than {MAX_VERSION_CHARS} characters"
     if not _VERSION.fullmatch(value):
-        return "may hold only letters, digits, spaces and . , : _ - + ~ /"
+        return "may hold only letters, digits, spaces and . , : _ - + ~ / ( ) #"
     return None
 
 

@@ -200,3 +200,17 @@ def test_a_file_with_control_characters_in_its_name(tmp_path: Path) -> None:
     path = _md(tmp_path, "a\x1b[2Jb <img>.md", "# T\n\nText.\n")
     [doc], _ = load_file(path)
     assert doc_id_problem(doc.doc_id) is None and "\x1b" not in doc.doc_id
+
+
+def test_a_files_own_bad_properties_are_left_out_not_fatal(tmp_path: Path) -> None:
+    """HTML head values that break a rule are dropped (nobody declared them); the same value
+    in a sidecar, declared for this knowledge base, is refused."""
+    page = tmp_path / "p.html"
+    page.write_text('<html lang="en"><head><title>T</title><link rel="canonical" '
+                    'href="https://ok.example/a b"><meta name="version" content="<b>2</b>">'
+                    "</head><body><h1>T</h1><p>Text.</p></body></html>", encoding="utf-8")
+    [doc], _ = load_file(page)
+    assert doc.source_url is None and doc.title == "T"
+    (tmp_path / "p.html.meta.yaml").write_text("source_url: 'javascript:alert(1)'\n")
+    with pytest.raises(IngestError, match="source_url"):
+        load_file(page)

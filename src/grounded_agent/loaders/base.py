@@ -399,7 +399,7 @@ def sectioned_document(
     default_title = next((s.path[0] for s in sections if s.path), None)
     return [
         document_from_meta(
-            merge_meta(file_meta, sidecar),
+            merge_meta(_usable(file_meta), sidecar),
             render_sections(sections),
             default_id=path.stem,
             origin=str(path),
@@ -408,6 +408,21 @@ def sectioned_document(
             default_title=default_title,
         )
     ]
+
+
+_RULES = {"version": version_problem, "source_url": url_problem, "language": language_problem}
+
+
+def _usable(file_meta: dict[str, Any]) -> dict[str, Any]:
+    """A file's own properties (PDF information, DOCX core properties, HTML head) without the
+    values that break a field's rule: nobody declared them for this knowledge base, so they are
+    left out (and the file read) where a declared value would be refused."""
+    out = dict(file_meta)
+    for key, problem_of in _RULES.items():
+        value = opt_str(out.get(key))
+        if value is not None and problem_of(value if key != "language" else value.lower()):
+            del out[key]
+    return out
 
 
 def table_text(rows: list[list[str]]) -> str:
