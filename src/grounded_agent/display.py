@@ -40,7 +40,7 @@ _TAG = re.compile(
 )
 """A tag, its quoted attributes whole (an `alt="a>b"` does not end it early)."""
 _OPEN_TAG = re.compile(
-    r"<\s*/?\s*(?:[A-Za-z][\w:-]*\s+[\w:-]+\s*=|(?:script|style|iframe|img|svg|object|embed|"
+    r"</?(?:[A-Za-z][\w:-]*\s+[\w:-]+\s*=|(?:script|style|iframe|img|svg|object|embed|"
     r"link|meta|form|input|a|source|system|user|assistant|instructions?|prompt)\b)[^\n]*",
     re.IGNORECASE,
 )
@@ -64,7 +64,7 @@ _PAYLOAD_SCHEMES = (
     "intent|feed|magnet|urn|news|nntp|ftp|sftp|ssh|telnet|ldap|irc|xmpp|chrome|res|ms-[a-z-]+"
 )
 ANY_LINK = re.compile(
-    r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]{0,30}:[\\/]{2}|(?:" + _PAYLOAD_SCHEMES + r"):"
+    r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]{0,30}:[\\/]{2}|(?:" + _PAYLOAD_SCHEMES + r"):(?=[^\s:])"
     r"|[\\/]{2}(?=[\w-]+(?:\.[\w-]+)+)|www\.)[^\s<>\"'`]*",
     re.IGNORECASE,
 )

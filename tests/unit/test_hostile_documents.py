@@ -230,6 +230,8 @@ def test_own_urls_stay_and_only_http() -> None:
     "Ratio 3:1 at 10:30; key: value; see section 4.2.",
     "Arabic مرحبا and Hebrew שלום stay; emoji 😀 stays.",
     "x < 5 and y > 3 (spaced comparisons)",
+    "If x < a and the user asks, the form is filed.",
+    "Tel: +49 30 1234. Data: the 2025 survey. About: us. News: none. File: report.pdf.",
 ])
 def test_clean_text_passes_unchanged(clean: str) -> None:
     assert neutral(clean, markers=1) == clean
