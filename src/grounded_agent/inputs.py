@@ -33,13 +33,15 @@ def text_problem(value: str) -> str | None:
 
 _TERMINAL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: cursor moves, erase (ESC[2J), colours, hidden text
-    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC (OSC 8 links), DCS, SOS, PM, APC
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]{0,2000}(?:\x07|\x1b\\|\x9c)"  # OSC (OSC 8), DCS, SOS, PM, APC
     r"|\x1b[ -/]*[0-~]?"  # two- and three-byte escapes (ESC c resets the terminal)
     r"|\x9b[0-?]*[ -/]*[@-~]?"  # the same, introduced by their one-byte C1 forms
-    r"|[\x90\x98\x9d-\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x90\x98\x9d-\x9f][^\x07\x1b\x9c\n]{0,2000}(?:\x07|\x1b\\|\x9c)"
 )
 """Terminal control sequences (ECMA-48): the whole sequence goes, not only its ESC byte, so no
-"[2J" or link target is left behind as text."""
+"[2J" or link target is left behind as text. A string sequence (OSC, DCS) goes whole only up to
+its terminator on the same line; unterminated, its introducer goes and the rest stays as text
+(what follows could be anything, a JSON string's closing quote included)."""
 
 _KEPT_CONTROLS = frozenset("\t\n\r\f")
 _LINE_BREAKS = {0x2028: "\n", 0x2029: "\n\n", 0x0B: "\n", 0x85: "\n"}
@@ -74,6 +76,8 @@ def clean_text(value: str) -> str:
     reads as one word, and what screening tests is what is shown. Idempotent. Lone surrogates
     are left for `text_problem` to refuse."""
     out = _TERMINAL.sub("", value) if "\x1b" in value or _C1_INTRODUCERS.search(value) else value
+    if _SURROGATE.search(out):  # a pair written as two escapes ("\ud83d\ude00" in YAML) is joined
+        out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     out = unicodedata.normalize("NFKC", out.translate(_invisible_table()))
     return out.translate(_invisible_table())
 

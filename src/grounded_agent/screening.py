@@ -26,11 +26,17 @@ from grounded_agent.instructions import looks_like_instruction
 from grounded_agent.loaders.base import SourceDocument
 from grounded_agent.sentences import split_sentences
 
+_PROMPT_NAMES = (r"<\s*/?\s*(?:sources?|passages?|system|assistant|user|instructions?|prompt|"
+                 r"claims?|tool_call|function_call)\b")
 PROMPT_TAG = re.compile(
-    r"<\s*/?\s*(?:sources?|passages?|system|assistant|user|instructions?|prompt|claims?|"
-    r"tool_call|function_call)\b[^<>]{0,200}>|<\|[a-z_]{2,20}\|>",
+    _PROMPT_NAMES + r"(?:\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|[^<>\"'\n]){0,200}>"  # quoted whole
+    r"|<\|[a-z_]{2,20}\|>",
     re.IGNORECASE,
 )
+_ANY_PROMPT_TAG = re.compile(PROMPT_TAG.pattern + "|" + _PROMPT_NAMES + r"[^\n]{0,2000}",
+                             re.IGNORECASE)
+"""What screening counts and ingest drops: also a tag that does not close (its quotes or its
+`>`), with the rest of its line."""
 """The elements of this project's prompts (`<source>`, `<passage>`, `<claim>`) and the role tags
 of chat formats: a document has no reason to hold them."""
 
@@ -40,7 +46,7 @@ def drop_prompt_elements(text: str) -> str:
     them: text planted inside an element (`<source>planted</source>`) or between a closing and
     an opening tag (`</source> planted <source>`) would read as part of the prompt, not of the
     document. Only for a flagged text: a document has no reason to hold these tags."""
-    found = list(PROMPT_TAG.finditer(text))
+    found = list(_ANY_PROMPT_TAG.finditer(text))
     if not found:
         return text
     if len(found) == 1:
@@ -80,7 +86,7 @@ def _field_reasons(where: str, value: str) -> list[str]:
     reasons = []
     if any(looks_like_instruction(s) for s in split_sentences(value) or [value]):
         reasons.append(f"{where}: reads as an instruction to an assistant")
-    if PROMPT_TAG.search(value):
+    if _ANY_PROMPT_TAG.search(value):
         reasons.append(f"{where}: holds prompt markup (a tag that would open or close a prompt "
                        "element)")
     if MARKER.search(fold_brackets(value)):
@@ -110,7 +116,7 @@ def screen(doc: SourceDocument) -> list[str]:
     orders = sum(1 for body in bodies for s in split_sentences(body) if looks_like_instruction(s))
     if orders:
         reasons.append(f"text: {orders} sentence(s) read as instructions to an assistant")
-    tags = sum(len(PROMPT_TAG.findall(body)) for body in bodies)
+    tags = sum(len(_ANY_PROMPT_TAG.findall(body)) for body in bodies)
     if tags:
         reasons.append(f"text: {tags} prompt tag(s) (tags that would open or close a prompt "
                        "element)")
