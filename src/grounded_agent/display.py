@@ -204,8 +204,9 @@ def shown_source(item: T) -> T:
         "url": url if own else None,
     }
     for name in _ID_FIELDS:  # a document's own names: shown as text, like its title
-        if isinstance(fields.get(name), str):
-            changes[name] = neutral_field(fields[name], fallback="-")
+        value = fields.get(name)
+        if isinstance(value, str) and not is_web_url(value):  # a web page's id is its URL
+            changes[name] = neutral_field(value, fallback="-")
     if isinstance(item, BaseModel):
         return item.model_copy(update=changes)
     return {**fields, **changes}  # type: ignore[return-value]
@@ -262,7 +263,7 @@ def shown_documents(documents: Mapping[str, Any]) -> dict[str, Any]:
         items.append({
             **item,
             **{k: neutral_field(item[k], fallback="-") for k in _ID_FIELDS
-               if isinstance(item.get(k), str)},
+               if isinstance(item.get(k), str) and not is_web_url(item[k])},
             "title": neutral_field(item.get("title"), fallback=UNTITLED, urls=own),
             "snippet": neutral_field(item.get("snippet"), urls=own),
             "source_url": url if own else None,

@@ -348,3 +348,10 @@ def test_a_closed_pipe_ends_the_cli_quietly(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.undo()
     assert code == 0
     assert "BrokenPipe" not in capsys.readouterr().err
+
+
+def test_a_web_pages_id_is_its_url_and_stays() -> None:
+    page = "https://en.wikipedia.org/wiki/Otter"
+    cite = shown_source({"title": "Otter", "url": page, "source_id": page, "version": None})
+    assert cite["source_id"] == page
+    assert shown_source({"title": "T", "source_id": "javascript:alert(1)"})["source_id"] == "-"
