@@ -32,14 +32,15 @@ def text_problem(value: str) -> str | None:
 # --- the one normalisation of untrusted text ------------------------------------------------
 
 _TERMINAL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: cursor moves, erase (ESC[2J), colours, hidden text
+    r"\x1b\[[0-?]*[ !#-/]*[@-\[\]-~]?"  # CSI: cursor moves, erase (ESC[2J), colours, hidden text
     r"|\x1b[\]PX^_][^\x07\x1b\x9c\n]{0,2000}(?:\x07|\x1b\\|\x9c)"  # OSC (OSC 8), DCS, SOS, PM, APC
     r"|\x1b[ -/]*[0-~]?"  # two- and three-byte escapes (ESC c resets the terminal)
-    r"|\x9b[0-?]*[ -/]*[@-~]?"  # the same, introduced by their one-byte C1 forms
-    r"|[\x90\x98\x9d-\x9f][^\x07\x1b\x9c\n]{0,2000}(?:\x07|\x1b\\|\x9c)"
+    r"|\x9b[0-?]*[ !#-/]*[@-\[\]-~]?"  # the same, introduced by their one-byte C1 forms
+    r"|[\x90\x98\x9d-\x9f][^\x07\x1b\x9c\n\"\\]{0,2000}(?:\x07|\x1b\\|\x9c)"
 )
 """Terminal control sequences (ECMA-48): the whole sequence goes, not only its ESC byte, so no
-"[2J" or link target is left behind as text. A string sequence (OSC, DCS) goes whole only up to
+"[2J" or link target is left behind as text. A quote or backslash never counts as part of a
+sequence: removing one could end a JSON string early. A string sequence (OSC, DCS) goes whole only up to
 its terminator on the same line; unterminated, its introducer goes and the rest stays as text
 (what follows could be anything, a JSON string's closing quote included)."""
 
@@ -112,11 +113,16 @@ _C1_INTRODUCERS = re.compile("[\x90\x98\x9b\x9d-\x9f]")
 
 def terminal_safe(value: str) -> str:
     """`value` safe to print on a terminal: control sequences and control characters removed
-    (newline and tab stay). For everything the CLI prints."""
+    (newline and tab stay). For everything the CLI prints, JSON included: no character it
+    adds or removes can end a JSON string (other line breaks become spaces, not newlines)."""
     if value.isprintable():
         return value
     out = _TERMINAL.sub("", value) if "\x1b" in value or _C1_INTRODUCERS.search(value) else value
-    return _strip_invisible(out).replace("\r", "").replace("\f", "\n")
+    out = out.translate(_BREAKS_AS_SPACES)
+    return _strip_invisible(out).replace("\r", "").replace("\f", " ")
+
+
+_BREAKS_AS_SPACES = dict.fromkeys(_LINE_BREAKS, " ")
 
 
 @functools.cache

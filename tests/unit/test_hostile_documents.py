@@ -300,6 +300,16 @@ def test_clean_text_passes_unchanged(clean: str) -> None:
     assert clean_text(clean) == clean
 
 
+@settings(max_examples=500, deadline=None, database=None)
+@given(values=st.lists(st.text(st.sampled_from(
+    '\x9b\x9c\x9d\x90\x85\u2028\x1b"\\[]2J;mab\n\x07') | st.characters(exclude_categories=["Cs"]),
+    max_size=20), min_size=1, max_size=3))
+def test_terminal_safe_keeps_json_valid(values: list[str]) -> None:
+    """The CLI's --json output passes the same filter: it stays valid JSON, whatever the text."""
+    dumped = json.dumps(values, ensure_ascii=False, indent=2)
+    assert len(json.loads(terminal_safe(dumped))) == len(values)
+
+
 def test_terminal_safe_keeps_text_and_layout() -> None:
     assert terminal_safe("a\tb\nc") == "a\tb\nc"
     assert terminal_safe("\x1b[2J\x1b]8;;http://e\x07x\x1b]8;;\x07 y\r") == "x y"
