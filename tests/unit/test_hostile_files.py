@@ -214,3 +214,14 @@ def test_a_files_own_bad_properties_are_left_out_not_fatal(tmp_path: Path) -> No
     (tmp_path / "p.html.meta.yaml").write_text("source_url: 'javascript:alert(1)'\n")
     with pytest.raises(IngestError, match="source_url"):
         load_file(page)
+
+
+def test_deep_nesting_is_one_files_or_one_lines_error(tmp_path: Path) -> None:
+    with pytest.raises(IngestError, match="nests too deep|invalid YAML"):
+        parse_front_matter("---\nk: " + "[" * 20_000 + "]" * 20_000 + "\n---\nbody\n")
+    lines = tmp_path / "deep.jsonl"
+    lines.write_text('{"id": "a", "text": "Fine."}\n' + '{"x": ' * 50_000 + "1" + "}" * 50_000
+                     + '\n{"id": "b", "text": "Also fine."}\n', encoding="utf-8")
+    docs, errors = load_file(lines)
+    assert [d.doc_id for d in docs] == ["a", "b"]
+    assert len(errors) == 1 and "nests too deep" in errors[0].reason
