@@ -217,7 +217,7 @@ def test_a_files_own_bad_properties_are_left_out_not_fatal(tmp_path: Path) -> No
 
 
 def test_deep_nesting_is_one_files_or_one_lines_error(tmp_path: Path) -> None:
-    with pytest.raises(IngestError, match="nests too deep|invalid YAML"):
+    with pytest.raises(IngestError, match=r"nests too deep|invalid YAML"):
         parse_front_matter("---\nk: " + "[" * 20_000 + "]" * 20_000 + "\n---\nbody\n")
     lines = tmp_path / "deep.jsonl"
     lines.write_text('{"id": "a", "text": "Fine."}\n' + '{"x": ' * 50_000 + "1" + "}" * 50_000
