@@ -365,3 +365,14 @@ def test_a_web_pages_id_is_its_url_and_stays() -> None:
     cite = shown_source({"title": "Otter", "url": page, "source_id": page, "version": None})
     assert cite["source_id"] == page
     assert shown_source({"title": "T", "source_id": "javascript:alert(1)"})["source_id"] == "-"
+
+
+@settings(max_examples=400, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(*(payloads(k) for k in KINDS)).map(lambda c: c[1])
+                      | st.sampled_from(["The Pro plan costs 49 EUR.", " ", "\n", "[1]", ">"]),
+                      min_size=1, max_size=6))
+def test_neutral_is_stable_on_hostile_text(parts: list[str]) -> None:
+    """What `neutral` shows passes it unchanged (the display contract), hostile input too."""
+    once = neutral("".join(parts), markers=1)
+    assert neutral(once, markers=1) == once
