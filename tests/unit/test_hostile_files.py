@@ -225,3 +225,18 @@ def test_deep_nesting_is_one_files_or_one_lines_error(tmp_path: Path) -> None:
     docs, errors = load_file(lines)
     assert [d.doc_id for d in docs] == ["a", "b"]
     assert len(errors) == 1 and "nests too deep" in errors[0].reason
+
+
+def test_a_sidecar_linked_out_of_the_folder_is_not_read(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    kb, outside = tmp_path / "kb", tmp_path / "outside"
+    kb.mkdir()
+    outside.mkdir()
+    (outside / "secrets.yaml").write_text("api_key: s3cr3t\n")
+    doc = _md(kb, "a.md", "# A\n\nText.\n")
+    (kb / "a.md.meta.yaml").symlink_to(outside / "secrets.yaml")
+    with pytest.raises(IngestError, match="out of its folder"):
+        load_file(doc)
+    monkeypatch.setenv("GROUNDED_AGENT_FOLLOW_SYMLINKS", "1")  # the setting that allows it
+    [read], _ = load_file(doc)
+    assert read.extra == {"api_key": "s3cr3t"}

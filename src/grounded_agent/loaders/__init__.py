@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from grounded_agent.loaders.base import (
+    FOLLOW_LINKS_ENV,
     SIDECAR_SUFFIX,
     FileError,
     IngestError,
     Section,
     SourceDocument,
+    follow_links_setting,
     read_sidecar,
 )
 
@@ -81,8 +83,6 @@ SUFFIXES = frozenset(LOADERS)
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 """The largest file read: a bound on memory, far above any document."""
-FOLLOW_LINKS_ENV = "GROUNDED_AGENT_FOLLOW_SYMLINKS"
-"""Set to 1 to follow symbolic links in an ingested folder to files outside it."""
 
 
 def _special(mode: int) -> str | None:
@@ -171,7 +171,7 @@ def iter_files(
     out of the folder unless `follow_links` (default: GROUNDED_AGENT_FOLLOW_SYMLINKS=1). A file
     named on its own is read wherever its link leads, if it is a regular file."""
     if follow_links is None:
-        follow_links = os.environ.get(FOLLOW_LINKS_ENV, "").strip().lower() in ("1", "true", "yes")
+        follow_links = follow_links_setting()
     for p in paths:
         if p.is_dir():
             found: list[Path] = []

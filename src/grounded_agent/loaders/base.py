@@ -3,6 +3,7 @@ with its metadata read from the file and, where present, a sidecar `NAME.EXT.met
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -183,6 +184,15 @@ def _yaml_mapping(block: str, what: str, line_offset: int = 1) -> dict[str, Any]
     return meta
 
 
+FOLLOW_LINKS_ENV = "GROUNDED_AGENT_FOLLOW_SYMLINKS"
+"""Set to 1 to follow symbolic links (files, sidecars) in an ingested folder to places outside
+it; by default they are reported and not read."""
+
+
+def follow_links_setting() -> bool:
+    return os.environ.get(FOLLOW_LINKS_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
 def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
@@ -192,6 +202,11 @@ def read_sidecar(path: Path) -> dict[str, Any]:
     side = sidecar_path(path)
     if not side.is_file():
         return {}
+    if side.is_symlink() and not follow_links_setting():
+        target = side.resolve()
+        if not target.is_relative_to(path.absolute().parent.resolve()):
+            raise IngestError(f"sidecar {side.name} is a symbolic link out of its folder: not "
+                              "followed (GROUNDED_AGENT_FOLLOW_SYMLINKS=1 follows it)")
     try:
         if side.stat().st_size > MAX_FRONT_MATTER_BYTES:
             raise IngestError(
