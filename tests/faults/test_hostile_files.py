@@ -2,7 +2,8 @@
 into real PostgreSQL with the real embedding model, then asked, listed, shown and removed through
 the Python API and the CLI.
 
-Classes: a YAML alias bomb, oversized front matter, a 3,000-letter word, a 10 MB line, a FIFO and
+Classes: a YAML alias bomb, oversized front matter, a 3,000-letter word, a 10 MB line (of one
+word, and of words), a FIFO and
 a link to one, links out of the folder (a file, /dev/null), a 5,000-character id, markup in
 id/version/language/URL, look-alike markers and markup in a title, an instruction split by a
 zero-width space, text planted inside a prompt element, terminal control sequences in headings
@@ -70,6 +71,7 @@ def hostile_folder(root: Path) -> tuple[Path, dict[str, str]]:
     md("long-word.md", "---\nid: long-word\n---\n# Tariffs\n\nThe night tariff is 0.21 EUR "
        f"per kWh. {WORD} It applies from 22:00.\n")
     md("one-line.txt", "x" * 10_000_000)
+    md("one-line-words.txt", "word " * 2_000_000)
     os.mkfifo(kb / "pipe.md")
     (kb / "pipe-link.md").symlink_to(kb / "pipe.md")
     (kb / "b.txt").symlink_to(outside / "os-release.txt")
@@ -94,7 +96,8 @@ def hostile_folder(root: Path) -> tuple[Path, dict[str, str]]:
     md("empty.md", b"")
     causes = {
         "bomb.md": "aliases", "big-front-matter.md": "larger than 64 KB",
-        "one-line.txt": "left out", "pipe.md": "FIFO", "pipe-link.md": "FIFO",
+        "one-line.txt": "left out", "one-line-words.txt": "larger than the limit",
+        "pipe.md": "FIFO", "pipe-link.md": "FIFO",
         "b.txt": "outside", "null.md": "outside", "long-id.md": "longer than 256",
         "id-markup.md": "invalid id", "version-markup.md": "invalid version",
         "language-markup.md": "invalid language", "url-javascript.md": "invalid source_url",

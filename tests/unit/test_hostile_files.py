@@ -108,6 +108,9 @@ def test_a_10_mb_line_makes_no_giant_chunk(tmp_path: Path) -> None:
     [doc], _ = load_file(words)
     chunks = to_record(doc).chunks
     assert max(len(c.content) for c in chunks) <= MAX_CHARS + MIN_CHARS
+    many = _md(tmp_path, "many.txt", "word " * 2_000_000)  # 10 MB of words: minutes to embed
+    with pytest.raises(IngestError, match="larger than the limit"):
+        load_file(many)
     assert time.perf_counter() - started < 20
 
 

@@ -41,6 +41,11 @@ MAX_TOKEN_CHARS = 256
 """The longest word kept (a run of characters without a space): a longer one (a base64 blob, a
 line of one letter repeated) is left out, with the file reported, since it would make one
 oversized chunk and an index entry PostgreSQL cannot store."""
+MAX_DOCUMENT_CHARS = 4_000_000
+"""The largest document text (about 1,500 printed pages, some 3,600 chunks to embed); a larger one
+is refused with its size, unless GROUNDED_AGENT_MAX_DOCUMENT_CHARS raises the limit. A 10 MB line
+of words would otherwise hold an ingest for minutes."""
+MAX_DOCUMENT_CHARS_ENV = "GROUNDED_AGENT_MAX_DOCUMENT_CHARS"
 MAX_HEADING_CHARS = 300
 """A heading or title is cut at this length: it names a section, it is not its text."""
 
@@ -189,6 +194,12 @@ FOLLOW_LINKS_ENV = "GROUNDED_AGENT_FOLLOW_SYMLINKS"
 it; by default they are reported and not read."""
 
 
+def max_document_chars() -> int:
+    """MAX_DOCUMENT_CHARS, or the whole number GROUNDED_AGENT_MAX_DOCUMENT_CHARS gives."""
+    raw = os.environ.get(MAX_DOCUMENT_CHARS_ENV, "").strip().replace("_", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_DOCUMENT_CHARS
+
+
 def follow_links_setting() -> bool:
     return os.environ.get(FOLLOW_LINKS_ENV, "").strip().lower() in ("1", "true", "yes")
 
@@ -291,6 +302,10 @@ def document_from_meta(
         body = clean_body(body, notes)
     if not body.strip() or sections == []:
         raise IngestError("empty document: no text" + (f" ({notes[0]})" if notes else ""))
+    limit = max_document_chars()
+    if len(body) > limit:
+        raise IngestError(f"text of {len(body):,} characters is larger than the limit of "
+                          f"{limit:,} ({MAX_DOCUMENT_CHARS_ENV} raises it)")
     declared = opt_str(meta.get("doc_id")) or opt_str(meta.get("id"))
     doc_id = declared or safe_doc_id(default_id)
     _check("id", doc_id, doc_id_problem)
