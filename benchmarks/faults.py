@@ -42,6 +42,10 @@ ROWS = {
     14: "embedded PostgreSQL life cycle: db status, db stop, killed under serve",
     15: "external PostgreSQL (password, TCP): two serve workers, one thread, pg_ctl restart",
     16: "poisoned documents: markup, orders, fake markers, outside links in titles and text",
+    17: "request bodies in the wrong encoding (leading NULs, UTF-16/32, BOMs) on every POST route",
+    18: "hostile files and metadata: look-alikes, invisible characters, any-scheme links, terminal "
+        "controls, alias bombs, long words, special files, links out of the folder",
+    19: "the database's connection limit reached: waited out, then reported as such",
 }
 
 

@@ -13,6 +13,7 @@ from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.blocking import run_blocking
 from grounded_agent.context import Context, parse_sources
+from grounded_agent.inputs import MAX_DOC_ID_CHARS as DOC_ID_LIMIT
 from grounded_agent.schemas import (
     AgentResult,
     InvalidQuestion,
@@ -183,8 +184,9 @@ def ingest(
     return ingest_paths([Path(p) for p in items], _store(store), sync=sync)
 
 
-MAX_DOC_ID_CHARS = 1000
-"""Longer than any id ingest derives (a relative path or a declared id)."""
+MAX_DOC_ID_CHARS = DOC_ID_LIMIT
+"""The limit ingest applies to an id (inputs.MAX_DOC_ID_CHARS): whatever went in can be shown
+and removed."""
 
 
 def list_documents(

@@ -291,7 +291,6 @@ def _hint_if_empty(result: AgentResult) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from grounded_agent.store import open_store
     from grounded_agent.store.ingest import ingest_paths
 
     paths = [Path(p) for p in args.paths]
@@ -302,7 +301,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.sync and not any(p.is_dir() for p in paths):
         print("grounded-agent: --sync needs a directory", file=sys.stderr)
         return 2
-    store = open_store()
+    store = _command_store()
     report = ingest_paths(
         paths, store, progress=not args.json and sys.stderr.isatty(), sync=args.sync
     )
@@ -321,6 +320,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
         for err in report.errors:
             print(f"  error: {err.file}: {err.reason}", file=sys.stderr)
+        for note in report.warnings:
+            print(f"  warning: {note.file}: {note.reason}", file=sys.stderr)
         for flag in report.flagged:
             print(f"  flagged: {flag.file} ({flag.doc_id}): {'; '.join(flag.reasons)}",
                   file=sys.stderr)
@@ -345,8 +346,8 @@ def _version_cols(v: Any) -> list[str]:
     from grounded_agent.untrusted.display import UNTITLED, neutral_field
 
     return [
-        v.doc_id,
-        v.version or "-",
+        neutral_field(v.doc_id, fallback="-"),
+        neutral_field(v.version, fallback="-"),
         v.status + (" FLAGGED" if v.flagged else ""),
         str(v.document_date or "-"),
         _plural(v.chunks, "chunk"),
@@ -371,13 +372,21 @@ def _version_table(versions: list[Any]) -> list[str]:
 
 def _shown_version(v: Any) -> dict[str, Any]:
     """A version as `docs ... --json` prints it: its title neutralised (display.py)."""
+    from grounded_agent.inputs import is_web_url
     from grounded_agent.untrusted.display import UNTITLED, neutral_field
 
-    return {**v.model_dump(mode="json"), "title": neutral_field(v.title, fallback=UNTITLED)}
+    data = v.model_dump(mode="json")
+    return {
+        **data,
+        **{k: neutral_field(data[k], fallback="-") for k in ("doc_id", "version", "language")
+           if isinstance(data.get(k), str)},
+        "title": neutral_field(v.title, fallback=UNTITLED),
+        "source_url": data.get("source_url") if is_web_url(data.get("source_url")) else None,
+    }
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from grounded_agent.store import open_store
+    from grounded_agent.inputs import is_web_url
     from grounded_agent.untrusted.display import neutral_field
 
     if args.docs_command in ("show", "remove"):
@@ -396,7 +405,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
         except InvalidQuestion as exc:
             print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
             return 2
-    store = open_store()
+    store = _command_store()
     if args.docs_command == "list":
         versions = store.list_documents(all_versions=args.all_versions)
         if args.json:
@@ -423,8 +432,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
             print(_version_line(v))
             for label, value in (
                 ("file", v.source_path),
-                ("url", v.source_url),
-                ("language", v.language),
+                ("url", v.source_url if is_web_url(v.source_url) else None),
+                ("language", neutral_field(v.language)),
                 ("indexed", v.indexed_at),
                 ("flagged", "; ".join(v.flagged)),
             ):
@@ -597,13 +606,12 @@ def demo_table() -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from grounded_agent.api import arun
-    from grounded_agent.store import open_store
     from grounded_agent.store.ingest import ingest_paths
 
     # before anything opens a store: the agent's default store reads this too
     os.environ["GROUNDED_AGENT_KB_TABLE"] = table = demo_table()
     kb = Path(args.kb)
-    report = ingest_paths([kb], open_store(), progress=sys.stderr.isatty())
+    report = ingest_paths([kb], _command_store(), progress=sys.stderr.isatty())
     print(
         f"Knowledge base {kb}: {_plural(report.documents, 'document')}, "
         f"{_plural(report.chunks, 'chunk')} ({report.skipped} unchanged, "
@@ -796,6 +804,8 @@ def main(argv: list[str] | None = None) -> int:
         _setup_logging(args.verbose)
     if getattr(args, "sources", None) and args.command == "ask":
         args.sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(sys.stdout), TerminalSafe(sys.stderr, keep_cr=True)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -803,16 +813,22 @@ def main(argv: list[str] | None = None) -> int:
     except ModelSetupError as exc:  # a setup the user can fix: the message says how
         print(f"grounded-agent: {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (`| head`) has what it wanted: stop quietly
+        _quiet_stdout(streams[0])
+        return 0
     except Exception as exc:  # the user gets one line; the details go to the log
         from grounded_agent.redaction import redacted_traceback
-        from grounded_agent.store.errors import StoreUnavailable
+        from grounded_agent.store.errors import StoreBusy, StoreUnavailable
 
         print(
             f"grounded-agent: {args.command} failed: {type(exc).__name__}. "
             "Run with -v for details.",
             file=sys.stderr,
         )
-        if isinstance(exc, StoreUnavailable):  # what a user can do about it
+        if isinstance(exc, StoreBusy):  # running, but refusing connections: say so
+            print(f"The knowledge base's database is busy: {str(exc).partition(': ')[2]}.",
+                  file=sys.stderr)
+        elif isinstance(exc, StoreUnavailable):  # what a user can do about it
             if os.environ.get("DATABASE_URL"):
                 todo = ("The knowledge base's database (DATABASE_URL) could not be reached: "
                         "check that the server runs and the URL is right.")
@@ -824,6 +840,67 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             log.error("details: %s", redacted_traceback(exc))
         return 1
+    finally:
+        _close_command_stores()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _quiet_stdout(streams[0])
+        sys.stdout, sys.stderr = streams
+
+
+_COMMAND_STORES: list[Any] = []
+
+
+def _command_store() -> Any:
+    """The knowledge store of one command, closed when it ends (`main`): CLI commands run in a
+    loop in one process must not each leave a pool of connections open (they exhausted the
+    server's connection limit)."""
+    from grounded_agent.store import open_store
+
+    _COMMAND_STORES.append(open_store())
+    return _COMMAND_STORES[-1]
+
+
+def _close_command_stores() -> None:
+    while _COMMAND_STORES:
+        store = _COMMAND_STORES.pop()
+        try:
+            store.run_sync(store.aclose())
+        except Exception:  # closing is best effort: the process may be ending anyway
+            log.debug("could not close the store", exc_info=True)
+
+
+class TerminalSafe:
+    """A text stream that prints what it is given without terminal control sequences or
+    control characters (inputs.terminal_safe): a document's heading holding ESC[2J or an OSC 8
+    link is printed as text, whatever command prints it."""
+
+    def __init__(self, stream: Any, *, keep_cr: bool = False) -> None:
+        self._stream = stream
+        self._keep_cr = keep_cr
+
+    def write(self, text: str) -> int:
+        from grounded_agent.inputs import terminal_safe
+
+        if self._keep_cr and "\r" in text:
+            safe = "\r".join(terminal_safe(part) for part in text.split("\r"))
+        else:
+            safe = terminal_safe(text)
+        self._stream.write(safe)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _quiet_stdout(stream: Any) -> None:
+    """Points stdout at /dev/null, so the interpreter's last flush finds no closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
 
 
 if __name__ == "__main__":

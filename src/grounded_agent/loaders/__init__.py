@@ -15,16 +15,19 @@ and `<meta>`) and a sidecar `NAME.EXT.meta.yaml` overrides it, key by key.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from grounded_agent.loaders.base import (
+    FOLLOW_LINKS_ENV,
     SIDECAR_SUFFIX,
     FileError,
     IngestError,
     Section,
     SourceDocument,
+    follow_links_setting,
     read_sidecar,
 )
 
@@ -78,16 +81,53 @@ LOADERS: dict[str, Loader] = {
 SUFFIXES = frozenset(LOADERS)
 
 
+MAX_FILE_BYTES = 256 * 1024 * 1024
+"""The largest file read: a bound on memory, far above any document."""
+
+
+def _special(mode: int) -> str | None:
+    """What a file that is not a regular file is, or None."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = {stat.S_ISFIFO: "a FIFO (named pipe)", stat.S_ISSOCK: "a socket",
+             stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device",
+             stat.S_ISDIR: "a directory"}
+    kind = next((name for test, name in kinds.items() if test(mode)), "not a regular file")
+    return f"{kind}, not a regular file: skipped"
+
+
+def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file; IngestError for a FIFO, device or socket (opened without
+    blocking, so a FIFO nobody writes cannot stall the ingest), a file past `limit`, or one that
+    cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise IngestError(f"unreadable: {exc.strerror or type(exc).__name__}") from None
+    try:
+        info = os.fstat(fd)
+        problem = _special(info.st_mode)
+        if problem is not None:
+            raise IngestError(problem)
+        if info.st_size > limit:
+            raise IngestError(f"larger than {limit // (1024 * 1024)} MB: skipped")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)
+    except OSError as exc:
+        raise IngestError(f"unreadable: {exc.strerror or type(exc).__name__}") from None
+    finally:
+        os.close(fd)
+
+
 def load_file(path: Path) -> tuple[list[SourceDocument], list[FileError]]:
     """Documents of one file, and errors of single records in it (JSON Lines); raises
     IngestError with the reason when the whole file is unusable."""
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
         raise IngestError(f"unsupported file type {path.suffix or '(none)'}")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise IngestError(f"unreadable: {exc.strerror or type(exc).__name__}") from None
+    raw = read_regular(path)
     if not raw:
         raise IngestError("empty file (0 bytes)")
     sidecar = read_sidecar(path)
@@ -104,13 +144,44 @@ def _supported() -> str:
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
-def iter_files(paths: Sequence[Path]) -> Iterator[tuple[Path, str | None]]:
-    """Files to ingest (directories recurse into known suffixes), or (path, reason) to report."""
+def _in_folder(child: Path, root: Path, follow_links: bool) -> str | None:
+    """Why a file found in the folder `root` is not read (None: it is): a special file, or a
+    symbolic link that leads out of the folder (unless `follow_links`), dangles or loops."""
+    try:
+        info = child.lstat()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or type(exc).__name__}"
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            target = child.resolve(strict=True)
+            info = target.stat()
+        except (OSError, RuntimeError):
+            return "a symbolic link to nothing (or a loop): skipped"
+        if not follow_links and not target.is_relative_to(root.resolve()):
+            return (f"a symbolic link to a file outside {root}: not followed (set "
+                    f"{FOLLOW_LINKS_ENV}=1 to follow it)")
+    return _special(info.st_mode)
+
+
+def iter_files(
+    paths: Sequence[Path], *, follow_links: bool | None = None
+) -> Iterator[tuple[Path, str | None]]:
+    """Files to ingest (directories recurse into known suffixes, without entering linked
+    folders), or (path, reason) to report: special files are skipped, and so are symbolic links
+    out of the folder unless `follow_links` (default: GROUNDED_AGENT_FOLLOW_SYMLINKS=1). A file
+    named on its own is read wherever its link leads, if it is a regular file."""
+    if follow_links is None:
+        follow_links = follow_links_setting()
     for p in paths:
         if p.is_dir():
-            for child in sorted(p.rglob("*")):
-                if child.suffix.lower() in SUFFIXES and (child.is_file() or child.is_symlink()):
-                    yield child, None
+            found: list[Path] = []
+            for top, _dirs, names in os.walk(p, followlinks=False):
+                found.extend(Path(top, n) for n in names)
+            for child in sorted(found):
+                if child.suffix.lower() in SUFFIXES and not child.name.lower().endswith(
+                    SIDECAR_SUFFIX
+                ):
+                    yield child, _in_folder(child, p, follow_links)
         elif p.name.lower().endswith(SIDECAR_SUFFIX):
             yield p, "a metadata sidecar: ingest the document beside it"
         elif p.suffix.lower() not in SUFFIXES:
@@ -118,11 +189,15 @@ def iter_files(paths: Sequence[Path]) -> Iterator[tuple[Path, str | None]]:
         elif not p.exists() and not p.is_symlink():
             yield p, "no such file"
         else:
-            yield p, None
+            try:
+                yield p, _special(p.stat().st_mode)
+            except OSError as exc:
+                yield p, f"unreadable: {exc.strerror or type(exc).__name__}"
 
 
 __all__ = [
     "LOADERS",
+    "MAX_FILE_BYTES",
     "SIDECAR_SUFFIX",
     "SUFFIXES",
     "FileError",
@@ -131,4 +206,5 @@ __all__ = [
     "SourceDocument",
     "iter_files",
     "load_file",
+    "read_regular",
 ]

@@ -27,6 +27,8 @@ def load_jsonl(
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise IngestError(f"invalid JSON: {exc.msg}") from None
+            except RecursionError:  # the line's own fault: the other lines still go in
+                raise IngestError("invalid JSON: nests too deep") from None
             if not isinstance(obj, dict):
                 raise IngestError("a JSON Lines record must be an object")
             body = obj.get("text")

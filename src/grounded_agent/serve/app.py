@@ -320,7 +320,8 @@ def _bounded_int(text: str) -> int:
 def body_problem(body: bytes, route: str | None = None) -> str | None:
     """Why a request body cannot be read as JSON text safely, or None.
 
-    Checked before LangServe parses it: invalid UTF-8, deep nesting (which makes the JSON
+    Checked before LangServe parses it: invalid UTF-8, a byte order mark or a raw NUL byte
+    (from which the JSON parser would guess UTF-16 or UTF-32), deep nesting (which makes the JSON
     decoder recurse until RecursionError), integers too long to convert, text PostgreSQL cannot
     store (NUL) or nothing can encode (lone surrogates), and, for `route` (invoke, batch,
     stream, stream_log), an envelope LangServe would fail on rather than refuse (`"config":
@@ -328,9 +329,15 @@ def body_problem(body: bytes, route: str | None = None) -> str | None:
     Malformed JSON itself is left to the parser, which reports it as a 422.
     """
     try:
-        body.decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"the request body is not valid UTF-8 (byte {exc.start + 1})"
+    if body.startswith(b"\xef\xbb\xbf"):
+        return "the request body starts with a byte order mark: send UTF-8 JSON without one"
+    nul = body.find(b"\x00")
+    if nul >= 0:  # JSON escapes NUL; a raw one is UTF-16 or UTF-32, which the parser would guess
+        return (f"the request body holds a NUL byte (byte {nul + 1}): send UTF-8 JSON, not "
+                "UTF-16 or UTF-32")
     brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
     depth = deepest = 0
     for byte in brackets:
@@ -340,7 +347,7 @@ def body_problem(body: bytes, route: str | None = None) -> str | None:
             if deepest > MAX_JSON_DEPTH:
                 return f"the request body nests deeper than {MAX_JSON_DEPTH} levels"
     try:
-        value = json.loads(body, parse_int=_bounded_int)
+        value = json.loads(text, parse_int=_bounded_int)
     except _HugeNumber as exc:
         return str(exc)
     except ValueError:

@@ -21,8 +21,38 @@ class StoreUnavailable(StoreError):
     """The database cannot be reached or started (embedded server, DATABASE_URL, credentials)."""
 
 
+class StoreBusy(StoreUnavailable):
+    """The database is running but refuses new connections: its connection limit is reached
+    ("sorry, too many clients already"), or it is starting up or shutting down. Connecting is
+    retried for a while (`vectorstore.CONNECT_RETRY_S`) before this is raised."""
+
+
 class StoreTimeout(StoreError, TimeoutError):
     """A store operation took longer than its timeout; a subclass of TimeoutError on purpose."""
+
+
+_DATA_CLASSES = frozenset({"22", "23", "54"})
+"""SQLSTATE classes of a statement's own data: data exception, integrity violation, program
+limit exceeded ("index row size exceeds btree maximum" is 54000, which psycopg raises as an
+OperationalError). The write of one document failed; the database is fine."""
+_BUSY = (
+    ("53300", "too many clients", "the database has reached its connection limit (too many "
+     "clients); retry when other runs have finished"),
+    ("57P03", "the database system is starting up", "the database is starting up; retry shortly"),
+    ("57P03", "the database system is shutting down", "the database is shutting down"),
+)
+
+
+def busy_reason(exc: BaseException) -> str | None:
+    """What a connection refused by a running database says (connection limit, start-up), or
+    None. Refusals at connect time carry no SQLSTATE in psycopg: their message is read too."""
+    orig = getattr(exc, "orig", None) or exc
+    sqlstate = getattr(orig, "sqlstate", None)
+    text = str(orig).lower()
+    for code, words, reason in _BUSY:
+        if sqlstate == code == "53300" or words in text:
+            return reason
+    return None
 
 
 def map_error(exc: BaseException, what: str) -> StoreError | None:
@@ -35,6 +65,11 @@ def map_error(exc: BaseException, what: str) -> StoreError | None:
     orig = getattr(exc, "orig", None) or exc
     if isinstance(orig, psycopg.errors.QueryCanceled):
         return StoreTimeout(f"{what}: the database cancelled the statement (timeout)")
+    if busy_reason(orig) is not None:
+        return StoreBusy(f"{what}: {busy_reason(orig)}")
+    sqlstate = getattr(orig, "sqlstate", None) or ""
+    if sqlstate[:2] in _DATA_CLASSES:  # the statement's data, not the database: one document's
+        return None
     if isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError | OSError) or isinstance(
         exc, InterfaceError | ConnectionError
     ):

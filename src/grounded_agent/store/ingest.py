@@ -13,6 +13,7 @@ that this run did not read are removed (no longer searched).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -34,6 +35,7 @@ from grounded_agent.loaders.base import (
     Section,
     SourceDocument,
     document_from_meta,
+    heading_text,
     parse_bool,
     parse_date,
     parse_front_matter,
@@ -41,7 +43,7 @@ from grounded_agent.loaders.base import (
 from grounded_agent.store.catalog import KnownVersion
 from grounded_agent.store.errors import StoreError
 from grounded_agent.store.records import ChunkRecord, DocumentRecord, passage_text
-from grounded_agent.untrusted.screening import FlaggedDocument, screen
+from grounded_agent.untrusted.screening import FlaggedDocument, drop_prompt_elements, screen
 
 if TYPE_CHECKING:
     from grounded_agent.store.vectorstore import KnowledgeStore
@@ -82,6 +84,11 @@ class IngestReport(BaseModel):
         description="Documents read whose text or metadata holds instruction-like content or "
         "prompt markup (screening.py), written or skipped; kept out of answers unless "
         "GROUNDED_AGENT_FLAGGED_DOCUMENTS=include.",
+    )
+    warnings: list[FileError] = Field(
+        default_factory=list,
+        description="Documents read and written with a part left out, and why (words longer "
+        "than loaders.base.MAX_TOKEN_CHARS).",
     )
     files: int = 0
     embedding_seconds: float = 0.0
@@ -128,7 +135,7 @@ def markdown_sections(
             level = len(m.group(1))
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            stack.append((level, m.group(2).strip()))
+            stack.append((level, heading_text(m.group(2))))
         else:
             buf.append(line)
     flush()
@@ -276,14 +283,18 @@ def refuse_unstorable(doc: SourceDocument) -> None:
 
 
 def to_record(doc: SourceDocument) -> DocumentRecord:
+    """The record of a document read (its text and metadata cleaned by the loader): screened,
+    then stored without the prompt elements the screening found (`drop_prompt_elements`)."""
     refuse_unstorable(doc)
+    reasons = screen(doc)
+    if reasons:
+        doc = _without_prompt_elements(doc)
     chunks = chunk_document(doc)
     if not chunks:
         raise IngestError("empty document: no text")
     where: dict[str, Any] = {"source_file": doc.origin, "format": doc.fmt}
     if doc.source_path:
         where["source_path"] = doc.source_path
-    reasons = screen(doc)
     if reasons:  # stored with every chunk: the read path leaves them out by the run's setting
         where["flagged"] = reasons
     return DocumentRecord(
@@ -298,6 +309,14 @@ def to_record(doc: SourceDocument) -> DocumentRecord:
         declared_active=doc.declared_active,
         extra={**doc.extra, **where},
     )
+
+
+def _without_prompt_elements(doc: SourceDocument) -> SourceDocument:
+    """`doc` with prompt elements, and the text planted inside them, dropped from its text."""
+    if doc.sections is None:
+        return dataclasses.replace(doc, text=drop_prompt_elements(doc.text))
+    sections = [dataclasses.replace(s, text=drop_prompt_elements(s.text)) for s in doc.sections]
+    return dataclasses.replace(doc, sections=[s for s in sections if s.text.strip()])
 
 
 # --- the pipeline -------------------------------------------------------------------------------
@@ -349,6 +368,7 @@ def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], se
                 failed_files.add(doc.source_path or os.path.abspath(path))
                 continue
             records.append((doc.origin, doc.source_path, record))
+            report.warnings.extend(FileError(file=doc.origin, reason=n) for n in doc.notes)
             if record.extra.get("flagged"):
                 report.flagged.append(FlaggedDocument(
                     doc_id=record.doc_id, file=doc.origin, reasons=record.extra["flagged"]))

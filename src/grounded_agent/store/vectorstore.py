@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+CONNECT_RETRY_S = 30.0
+"""How long a connection refused for the database's connection limit is retried: other runs
+(CLI commands in a loop, a server) end and free theirs."""
+
 T = TypeVar("T")
 
 _TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,49}$")
@@ -124,10 +128,33 @@ class KnowledgeStore:
                 max_overflow=5,
                 pool_pre_ping=True,
                 pool_recycle=1800,
-                connect_args={"connect_timeout": max(1, round(self.settings.connect_timeout_s))},
+                async_creator=self._connect,
             )
             log.debug("store engine for %s", redact_url(url))
         return self._engine
+
+    async def _connect(self) -> Any:
+        """A new connection; one refused by a busy database (its connection limit reached, or
+        starting up) is retried for up to CONNECT_RETRY_S before the refusal is raised."""
+        import psycopg
+
+        from grounded_agent.store.errors import busy_reason
+
+        deadline = asyncio.get_running_loop().time() + CONNECT_RETRY_S
+        pause = 0.1
+        while True:
+            try:
+                return await psycopg.AsyncConnection.connect(
+                    self.database_url(),
+                    connect_timeout=max(1, round(self.settings.connect_timeout_s)),
+                )
+            except psycopg.OperationalError as exc:
+                reason = busy_reason(exc)
+                if reason is None or asyncio.get_running_loop().time() + pause > deadline:
+                    raise
+                log.info("%s: waiting %.1fs for a connection", reason, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
 
     async def _call(self, coro: Coroutine[Any, Any, T], what: str, limit: float | None) -> T:
         """Runs `coro` on the process loop with a timeout, mapping database failures."""

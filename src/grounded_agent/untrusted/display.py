@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from grounded_agent.grounding.citations import MARKER, URL, marker_numbers
+from grounded_agent.grounding.citations import MARKER, marker_numbers
 from grounded_agent.grounding.instructions import looks_like_instruction
+from grounded_agent.inputs import clean_text, fold_brackets, is_web_url
+from grounded_agent.untrusted.screening import PROMPT_TAG
 
 T = TypeVar("T")
 
@@ -32,9 +34,43 @@ UNTITLED = "(untitled)"
 
 _CUT = "\x1f"
 """Where markup was cut: a boundary, so the words on either side are not read as one sentence."""
-_TAG = re.compile(r"<\s*/?\s*[A-Za-z!?|][^<>\n]{0,300}>|<\|[^<>|\n]{0,40}\|>")
+_TAG = re.compile(
+    r"<\s*/?\s*[A-Za-z!?|](?:\"[^\"\n]{0,2000}\"|'[^'\n]{0,2000}'|[^<>\"'\n]){0,2000}>"
+    r"|<\|[^<>|\n]{0,40}\|>"
+)
+"""A tag, its quoted attributes whole (an `alt="a>b"` does not end it early)."""
+_OPEN_TAG = re.compile(
+    r"</?(?:[A-Za-z][\w:-]*\s+[\w:-]+\s*=|(?:script|style|iframe|img|svg|object|embed|"
+    r"link|meta|form|input|a|source|system|user|assistant|instructions?|prompt)\b)[^\n]*",
+    re.IGNORECASE,
+)
+"""A tag opened and never closed on its line (`<img src=x onerror=...`): cut to the line's end,
+so no attribute of it is left as text."""
+_PROMPT_SPAN = re.compile(rf"(?:{PROMPT_TAG.pattern})(?:[^\n]*(?:{PROMPT_TAG.pattern}))?",
+                          re.IGNORECASE)
+"""From the first prompt tag to the last on a line: the text planted inside a `<source>` element, or
+between a `</source>` and a `<source>`, goes with them."""
+_CODE_ELEMENT = re.compile(
+    r"<\s*(script|style|iframe|object|embed|noscript|template|textarea|svg|math)\b[^\n]*?"
+    r"(?:<\s*/\s*\1\s*>|$)",
+    re.IGNORECASE,
+)
+"""An element whose content is code or markup, not text: dropped with its content (to its closing
+tag, or the line's end)."""
 _IMAGE = re.compile(r"!\[[^\]\n]{0,300}\](?:\([^)\n]{0,600}\))?")
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,600})(?:\s+\"[^\"\n]{0,200}\")?\)")
+_PAYLOAD_SCHEMES = (
+    "javascript|vbscript|livescript|data|file|blob|about|mailto|tel|sms|callto|jar|view-source|"
+    "intent|feed|magnet|urn|news|nntp|ftp|sftp|ssh|telnet|ldap|irc|xmpp|chrome|res|ms-[a-z-]+"
+)
+ANY_LINK = re.compile(
+    r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]{0,30}:[\\/]{2}|(?:" + _PAYLOAD_SCHEMES + r"):(?=[^\s:])"
+    r"|[\\/]{2}(?=[\w-]+(?:\.[\w-]+)+)|www\.)[^\s<>\"'`]*",
+    re.IGNORECASE,
+)
+"""A link of any scheme (`ftp://`, `x-app://`), one of the schemes that act without `//`
+(`javascript:`, `data:`, `mailto:`), a scheme-relative `//host.tld/x`, or `www.`: only a
+source's own http(s) URL field is shown as a link."""
 _OPEN_ANGLE = re.compile(r"<(?![\s\d=]|$)")
 _CLOSE_ANGLE = re.compile(r"(?<=\S)>|>(?![\s\d=]|$)")
 """A `>` that is not a spaced comparison or the " > " of a heading path."""
@@ -58,6 +94,8 @@ def _allowed_marker(group: str, markers: int) -> bool:
 
 
 def _cut_markup(text: str, urls: Collection[str], markers: int) -> str:
+    text = _PROMPT_SPAN.sub(_CUT, text)
+    text = _CODE_ELEMENT.sub(_CUT, text)
     text = _IMAGE.sub(_CUT, text)
 
     def link(m: re.Match[str]) -> str:
@@ -66,17 +104,35 @@ def _cut_markup(text: str, urls: Collection[str], markers: int) -> str:
 
     text = _LINK.sub(link, text)
     text = _TAG.sub(_CUT, text)
+    text = _OPEN_TAG.sub(_CUT, text)
 
     def url(m: re.Match[str]) -> str:
         found = m.group(0).rstrip(".,;:!?")
+        while found[-1:] in (")", "]") and found.count(found[-1]) > found.count(
+            "(" if found[-1] == ")" else "["
+        ):  # the bracket that closes the text around the link
+            found = found[:-1]
         return m.group(0) if found in urls else _CUT + m.group(0)[len(found):]
 
-    text = URL.sub(url, text)
-    text = MARKER.sub(
-        lambda m: m.group(0) if _allowed_marker(m.group(1), markers) else "", text
-    )
+    text = ANY_LINK.sub(url, text)
+    text = _cut_markers(text, markers)
     text = _OPEN_ANGLE.sub(_CUT, text)
     return _CLOSE_ANGLE.sub(_CUT, text)
+
+
+def _cut_markers(text: str, markers: int) -> str:
+    """Citation markers the citation layer did not write removed: any number in a look-alike
+    bracket (【77】, 〔77〕), and a number in [ ] past the citations given."""
+    folded = fold_brackets(text)
+    if folded == text and "[" not in text:
+        return text
+    out, last = [], 0
+    for m in MARKER.finditer(folded):
+        mine = text[m.start()] == "[" and text[m.end() - 1] == "]"
+        if not (mine and _allowed_marker(m.group(1), markers)):
+            out.append(text[last : m.start()])
+            last = m.end()
+    return "".join(out) + text[last:]
 
 
 def _line(line: str, withheld: str) -> str:
@@ -120,7 +176,7 @@ def neutral(
 
 def _once(text: str, urls: Collection[str], markers: int, withheld: str) -> str:
     out: list[str] = []
-    for line in _unescape(text).split("\n"):
+    for line in clean_text(_unescape(text)).split("\n"):
         cut = _cut_markup(line, urls, markers)
         needs = cut != line or any(looks_like_instruction(p) for p in _SENTENCE_SPLIT.split(line))
         out.append(_line(cut, withheld) if needs else line)
@@ -132,7 +188,7 @@ def neutral_field(text: str | None, *, fallback: str = "", urls: Collection[str]
     """A one-line field (title, section, snippet): folded to one line, then `neutral`."""
     if not text:
         return fallback
-    folded = " ".join(_unescape(text).split())
+    folded = " ".join(clean_text(_unescape(text)).split())
     return neutral(folded, urls=urls) or fallback
 
 
@@ -141,15 +197,23 @@ def shown_source(item: T) -> T:
     section neutralised; its URL field is its own link and stays, if it is a web address."""
     fields = item.model_dump() if isinstance(item, BaseModel) else dict(item)  # type: ignore[call-overload]
     url = fields.get("url")
-    own = [url] if isinstance(url, str) and URL.fullmatch(url) else []
+    own = [url] if isinstance(url, str) and is_web_url(url) else []
     changes: dict[str, Any] = {
         "title": neutral_field(fields.get("title"), fallback=UNTITLED, urls=own),
         "section": neutral_field(fields.get("section"), urls=own) or None,
         "url": url if own else None,
     }
+    for name in _ID_FIELDS:  # a document's own names: shown as text, like its title
+        value = fields.get(name)
+        if isinstance(value, str) and not is_web_url(value):  # a web page's id is its URL
+            changes[name] = neutral_field(value, fallback="-")
     if isinstance(item, BaseModel):
         return item.model_copy(update=changes)
     return {**fields, **changes}  # type: ignore[return-value]
+
+
+_ID_FIELDS = ("source_id", "doc_id", "version", "language")
+"""Fields of a citation or pointer that come from a document's metadata besides its title."""
 
 
 def shown_answer(update: dict[str, Any]) -> dict[str, Any]:
@@ -195,9 +259,11 @@ def shown_documents(documents: Mapping[str, Any]) -> dict[str, Any]:
     items = []
     for item in documents.get("items") or []:
         url = item.get("source_url")
-        own = [url] if isinstance(url, str) and URL.fullmatch(url) else []
+        own = [url] if isinstance(url, str) and is_web_url(url) else []
         items.append({
             **item,
+            **{k: neutral_field(item[k], fallback="-") for k in _ID_FIELDS
+               if isinstance(item.get(k), str) and not is_web_url(item[k])},
             "title": neutral_field(item.get("title"), fallback=UNTITLED, urls=own),
             "snippet": neutral_field(item.get("snippet"), urls=own),
             "source_url": url if own else None,
