@@ -50,3 +50,44 @@ async def test_offline_the_graph_says_not_found_and_lists_the_passage_instead() 
     assert result.status == "not_found" and result.citations == []
     assert [p.source_id for p in result.closest] == ["games"]
     assert any("duration" in t.detail for t in result.trail if t.node == "score_confidence")
+
+
+KETTLE = finding(
+    source_id="kettle", title="Zephyr Kettle", score=0.95,
+    text="The Zephyr Kettle holds 1.7 litres and boils a full jug in under four minutes.",
+)
+PRICES = finding(
+    source_id="prices", title="Price list", score=0.95,
+    text="The Zephyr Kettle costs EUR 49 in our shop.",
+)
+
+
+def test_how_much_with_a_price_word_asks_for_a_price() -> None:
+    from grounded_agent.grounding.answer_types import asked_type
+
+    assert asked_type("How much does the Zephyr Kettle cost?") == "price"
+    assert asked_type("How much is the late fee?") == "price"
+    assert asked_type("How much water does the Zephyr Kettle hold?") == "amount"  # control
+
+
+def test_a_measure_is_no_price() -> None:
+    from grounded_agent.grounding.answer_types import holds_type
+
+    for sentence in ("It holds 1.7 litres.", "A bag may weigh 20 kg.", "It draws 2200 W."):
+        assert not holds_type("price", sentence), sentence
+    for sentence in ("It costs EUR 49.", "The Pro plan costs 29 per user.", "Entry is free.",
+                     "The late fee is 5% of the invoice."):
+        assert holds_type("price", sentence), sentence
+
+
+def test_the_deterministic_path_runs_the_same_type_check() -> None:
+    """A price question over a passage with every key term and a capacity, no price: the
+    decisive path no longer answers HIGH on it (the judged path's check), while the passage
+    that states the price still decides at once (control)."""
+    from grounded_agent.grounding.scoring import decisive
+
+    question = "How much does the Zephyr Kettle cost?"
+    assert decisive(question, [KETTLE], 0.75, 0.55) is None
+    assert not verdict(question, KETTLE).can_answer
+    answered = decisive(question, [PRICES], 0.75, 0.55)
+    assert answered is not None and answered[0].can_answer

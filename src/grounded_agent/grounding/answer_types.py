@@ -78,20 +78,30 @@ _MONEY = re.compile(
     r"\bno (charge|fee|cost)\b|\bfree of charge\b)", _Q)
 _NUMBER = rf"(\d+([.,]\d+)?|{_CARDINALS})"
 """A figure in a time phrase, digits or words (quantities._NUMBER reads digits, any separators)."""
+_MEASURE = (r"(litres?|liters?|l|ml|cl|kg|kilos?|kilograms?|grams?|g|mg|tonnes?|tons?|km|"
+            r"kilometres?|kilometers?|metres?|meters?|m|cm|mm|miles?|inch(es)?|feet|ft|"
+            r"gb|mb|tb|kb|kwh|wh|kw|w|watts?|volts?|v|amps?|degrees?|°c?|"
+            r"people|persons?|pages?|seats?|rooms?|floors?|items?)")
 _NOT_PRICE = re.compile(
     r"\b\d{1,2}:\d{2}\b|"  # a time of day
     rf"\b{_NUMBER}(\s*-\s*|\s+to\s+|\s+)({_NUMBER}\s+)?(working\s+|calendar\s+)?"
-    rf"({_TIME})s?\b",
+    rf"({_TIME})s?\b|"
+    rf"\b{_NUMBER}\s*{_MEASURE}(?![\w])",  # a measure: "1.7 litres", "20 kg"
     _Q)
-"""Figures that are times, not prices: "08:00", "5 days", "two to four weeks"."""
+"""Figures that are times or measures, not prices: "08:00", "5 days", "two to four weeks",
+"1.7 litres", "20 kg"."""
 _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
 
 
 def asked_type(question: str) -> AnswerType | None:
-    """The kind of answer the question asks for, or None when its form does not say."""
+    """The kind of answer the question asks for, or None when its form does not say. "How
+    much" with a word that names a price ("How much does it cost?") asks for a price, not for
+    any quantity."""
     for rules in (_QUESTION_FORMS, _TOPIC_WORDS):
         for kind, pattern in rules:
             if pattern.search(question):
+                if kind == "amount" and _TOPIC_WORDS[0][1].search(question):
+                    return "price"
                 return kind
     return None
 

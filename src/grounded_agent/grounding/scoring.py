@@ -127,6 +127,8 @@ def decisive(
     """A verdict the model cannot improve on, with the signal that decided it; else None."""
     s = signals(question, evidence)
     if s.best_score >= found_threshold and s.coverage >= 0.6 and not s.missing and s.type_found:
+        if s.asked in FIGURE_KINDS and not _quoted_holds(question, evidence, s.asked):
+            return None  # the same check as the judged path: the sentences quoted must hold it
         return (
             Confidence(
                 level="HIGH",
