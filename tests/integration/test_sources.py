@@ -243,3 +243,15 @@ async def test_the_agent_inside_a_users_state_graph(vectorstore: InMemoryVectorS
 
     with pytest.raises(KeyError, match="'question'"):
         await as_node(agent).ainvoke({"query": "x"})
+
+
+async def test_a_store_with_other_embeddings_is_scored_on_the_same_scale() -> None:
+    """The user's store embeds with a function of its own (here one that knows no meaning at
+    all); its scores are not the agent's: every passage is scored again by the calibrated
+    relevance, so the same questions are answered and the same off-topic ones declined."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    vs = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+    vs.add_documents(DOCS)
+    graph = build_graph(chat_model=None, tools={"my_docs": from_vectorstore(vs, name="my_docs")})
+    await _check_answers(graph, "my_docs")
