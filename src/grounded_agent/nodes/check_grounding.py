@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import ToolMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
@@ -77,16 +76,6 @@ async def check_grounding(
     attempt = int(turn.get("attempt") or 1)
     # classified once, by the run's thresholds, when the tools ran (call_tools)
     current = outcomes_of(state, attempt)
-    messages = [
-        ToolMessage(
-            content=tool_message_text(r.outcome, low),
-            tool_call_id=r.call_id,
-            name=r.outcome.source,
-            status="error" if r.outcome.status in ("error", "not_found") else "success",
-        )
-        for r in turn.get("outcomes") or []
-        if r.attempt == attempt and r.call_id  # a source nobody called gets no reply to a call
-    ]
     evidence = collect_evidence(outcomes_of(state), low)
     failed = [o.source for o in current if o.status == "error"]
     if evidence:
@@ -103,7 +92,6 @@ async def check_grounding(
         f"{low:.2f}" + (f"; failed: {', '.join(failed)}" if failed else ""),
     }[grounding]
     return {
-        "messages": messages,
         "turn": {"evidence": evidence, "grounding": grounding},
         "trail": [
             step(

@@ -20,6 +20,7 @@ from grounded_agent.prompts.answer import ANSWER_USER
 from grounded_agent.prompts.sources import render_sources
 from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
+from grounded_agent.streaming import SentenceStream
 
 FALLBACK = Fallback(
     "draft_answer", "the answer was extracted from the sources", where="the answer step",
@@ -52,6 +53,7 @@ async def draft_answer(
     update: dict[str, Any] = {}
     text, replied = "", False
     how: DraftHow = "extractive"
+    streamed: list[str] = []
     if model is not None and held.get("judge"):
         judged = await judged_draft(
             state, ctx, model, messages, held.get("offline") or Confidence(),
@@ -65,12 +67,17 @@ async def draft_answer(
         replied = judged.replied
         text, how = judged.text or "", "model" if replied else "extractive"
     elif model is not None:
+        stream = SentenceStream(evidence, runtime.stream_writer, judge_after=ctx.judge_support,
+                                hold=bool(write_in) or ctx.judge_model_answers)
         reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
-                                max_tokens=ctx.answer_max_tokens)
+                                max_tokens=ctx.answer_max_tokens, on_text=stream.feed)
         trail += reply.trail
         update = nonempty(usage=reply.usage, warnings=reply.warnings)
-        replied = reply.message is not None
-        text, how = reply.text, "model" if replied else "extractive"
+        # a reply cut off after sentences were streamed: what was streamed stands, checked again
+        streamed = stream.sent
+        replied = reply.message is not None or bool(streamed)
+        text = reply.text if reply.message is not None else stream.text if streamed else ""
+        how = "model" if replied else "extractive"
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
         if how == "abstained" and ctx.judge_model_answers:
@@ -84,7 +91,8 @@ async def draft_answer(
         if state.get("language"):
             trail.append(step(state, "draft_answer", "language_not_applied",
                               "an extracted answer quotes its sources in their own language"))
-    draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in}
+    draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in,
+                    "streamed": streamed}
     return {**update, "turn": {**turn_update, "draft": draft}, "trail": trail}
 
 
