@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import BaseModel, Field
 
 from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
@@ -167,3 +170,57 @@ def not_found(source: SourceName) -> ToolOutcome:
 
 def failed(source: SourceName, kind: str = "unavailable") -> ToolOutcome:
     return ToolOutcome.error(source, "q", kind, "scripted failure")  # type: ignore[arg-type]
+
+
+class PacedChatModel(BaseChatModel):
+    """A chat model double that streams its reply word by word at a set rate (`token_s` between
+    pieces, `pause_s` more after the piece that ends the first sentence), counting the pieces it
+    produced; `ainvoke` without streaming waits the same time and returns the whole reply.
+    Replies are `replies` in order (the last one repeats)."""
+
+    replies: list[str]
+    token_s: float = 0.0
+    pause_s: float = 0.0
+    produced: int = 0
+    calls: int = 0
+    first_sentence_end: list[float] = Field(default_factory=list)
+    """time.monotonic() when each call's first sentence was complete (its pause begins)."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "paced"
+
+    def _text(self) -> str:
+        self.calls += 1
+        return self.replies[min(self.calls, len(self.replies)) - 1]
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  **kwargs: Any) -> ChatResult:
+        raise NotImplementedError("the paced double is asynchronous")
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        text = self._text()
+        pieces = words(text)
+        await asyncio.sleep(self.token_s * len(pieces) + self.pause_s)
+        self.produced += len(pieces)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                       run_manager: Any = None,
+                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        paused = False
+        for piece in words(self._text()):
+            await asyncio.sleep(self.token_s)
+            self.produced += 1
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if not paused and piece.rstrip().endswith((".", "!", "?")):
+                paused = True
+                self.first_sentence_end.append(time.monotonic())
+                await asyncio.sleep(self.pause_s)
+
+
+def words(text: str) -> list[str]:
+    """A reply cut as a model streams it: each word with the space before it."""
+    return re.findall(r"\s*\S+", text)

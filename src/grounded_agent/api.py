@@ -1,11 +1,12 @@
-"""The Python API: ask / aask return the public AgentResult; astream shows progress per node."""
+"""The Python API: ask / aask return the public AgentResult; astream shows progress per node, or
+(mode="events") the checked answer sentence by sentence as it forms."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -105,9 +106,11 @@ async def arun(
     question: str,
     *,
     on_step: Callable[[str, dict[str, Any]], None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
     **options: Unpack[AskOptions],
 ) -> AgentResult:
-    """`aask` that reports each node's update to `on_step` as it happens (CLI progress)."""
+    """`aask` that reports each node's update to `on_step` as it happens (CLI progress), and each
+    event of the run (streaming.py: a checked sentence, ...) to `on_event`."""
     payload = _inputs(question, options)
     thread_id = options.get("thread_id")
     final: dict[str, Any] = {}
@@ -116,20 +119,31 @@ async def arun(
             payload,
             config=_config(thread_id),
             context=options.get("context") or Context(),
-            stream_mode=["updates", "values"],
+            stream_mode=["updates", "values", "custom"],
         ):
             if mode == "values" and isinstance(chunk, dict):
                 final = dict(chunk)
+            elif mode == "custom":
+                if on_event is not None and isinstance(chunk, dict):
+                    on_event(chunk)
             elif on_step is not None and isinstance(chunk, dict):
                 for node, update in chunk.items():
                     on_step(node, dict(update or {}))
     return AgentResult.model_validate(final)
 
 
+StreamMode = Literal["updates", "events"]
+
+
 async def astream(
-    question: str, **options: Unpack[AskOptions]
+    question: str, *, mode: StreamMode = "updates", **options: Unpack[AskOptions]
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """Yields (node, update) as each node finishes; the last update is the answer node's."""
+    """mode="updates": yields (node, update) as each node finishes; the last update is the
+    answer node's (or mark_coverage's). mode="events": yields (kind, event) as the run goes on,
+    what a chat client shows: ("source", ...) as each source returns, ("sentence", ...) for each
+    sentence of the answer once it is checked, with its citations (while the model still writes
+    the next), ("removed", ...) saying how many the check removed, and last ("result", ...) whose
+    "result" is the AgentResult as JSON. No raw draft, passage or prompt is ever yielded."""
     payload = _inputs(question, options)
     thread_id = options.get("thread_id")
     async with _graph_for(options.get("graph"), thread_id) as g:
@@ -137,8 +151,11 @@ async def astream(
             payload,
             config=_config(thread_id),
             context=options.get("context") or Context(),
-            stream_mode="updates",
+            stream_mode="custom" if mode == "events" else "updates",
         ):
+            if mode == "events":
+                yield str(chunk["event"]), dict(chunk)
+                continue
             for node, update in chunk.items():
                 yield node, dict(update or {})
 

@@ -95,18 +95,23 @@ class SentenceStream:
     done: int = 0
     """Claims decided (kept and emitted, or removed for good)."""
     blocked: bool = False
+    pending: bool = False
+    """The last check left a claim that the next words may make final."""
 
     def feed(self, piece: str) -> None:
         """One more piece of the model's reply."""
         self.text += piece
-        if self.hold or self.blocked or not _MAY_CLOSE.search(piece):
+        if self.hold or self.blocked or not (
+                _MAY_CLOSE.search(piece) or (self.pending and piece.strip())):
             return
         if not MARKER.search(self.text):
             return  # a draft without markers is cited whole (draft_answer)
         checked = check_answer(self.text, self.evidence)
         outcomes = checked.outcomes
         last_final = bool(outcomes) and outcomes[-1] == "kept" and _CLOSED.search(self.text)
-        self._advance(checked, outcomes if last_final else outcomes[:-1])
+        final = outcomes if last_final else outcomes[:-1]
+        self._advance(checked, final)
+        self.pending = len(outcomes) > self.done
 
     def _advance(self, checked: Checked, final: Sequence[str]) -> None:
         kept = sum(1 for o in final[: self.done] if o == "kept")
