@@ -181,14 +181,16 @@ async def test_a_client_that_hangs_up_stops_the_models_stream() -> None:
     model = PacedChatModel(replies=[" ".join([*QUOTES] * 10)], token_s=0.02)
     total = len(" ".join([*QUOTES] * 10).split())
 
+    first = asyncio.Event()
+
     async def consume() -> None:
         async for _, event in astream(QUESTION, mode="events", graph=_graph(model), context=CTX):
             if event["event"] == "sentence":
+                first.set()
                 await asyncio.sleep(3600)  # a client that stops reading, then hangs up
 
     task = asyncio.ensure_future(consume())
-    while model.produced < 15:
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(first.wait(), timeout=10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -13,7 +13,7 @@ from grounded_agent.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.languages import name_of, translation_needed
-from grounded_agent.model_calls import Fallback, ask_model
+from grounded_agent.model_calls import Fallback, ModelReply, ask_model
 from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, step
 from grounded_agent.nodes._judged import judged_draft
 from grounded_agent.prompts.answer import ANSWER_USER
@@ -69,14 +69,10 @@ async def draft_answer(
     elif model is not None:
         stream = SentenceStream(evidence, runtime.stream_writer, judge_after=ctx.judge_support,
                                 hold=bool(write_in) or ctx.judge_model_answers)
-        reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
-                                max_tokens=ctx.answer_max_tokens, on_text=stream.feed)
+        reply, text = await _streamed(state, ctx, model, messages, stream)
         trail += reply.trail
         update = nonempty(usage=reply.usage, warnings=reply.warnings)
-        # a reply cut off after sentences were streamed: what was streamed stands, checked again
-        streamed = stream.sent
-        replied = reply.message is not None or bool(streamed)
-        text = reply.text if reply.message is not None else stream.text if streamed else ""
+        streamed, replied = stream.sent, reply.message is not None or bool(stream.sent)
         how = "model" if replied else "extractive"
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
@@ -94,6 +90,19 @@ async def draft_answer(
     draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in,
                     "streamed": streamed}
     return {**update, "turn": {**turn_update, "draft": draft}, "trail": trail}
+
+
+async def _streamed(
+    state: AgentState, ctx: Context, model: Any, messages: list[Any], stream: SentenceStream
+) -> tuple[ModelReply, str]:
+    """The plain draft call, its reply streamed through `stream` (each sentence checked and
+    emitted once complete), and the draft's text. A reply cut off after sentences were emitted
+    stands as far as it went (checked again whole, as every draft is)."""
+    reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
+                            max_tokens=ctx.answer_max_tokens, on_text=stream.feed)
+    if reply.message is None and stream.sent:
+        return reply, stream.text
+    return reply, reply.text
 
 
 def _unmarked(
