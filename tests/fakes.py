@@ -183,8 +183,9 @@ class PacedChatModel(BaseChatModel):
     pause_s: float = 0.0
     produced: int = 0
     calls: int = 0
-    first_sentence_end: list[float] = Field(default_factory=list)
-    """time.monotonic() when each call's first sentence was complete (its pause begins)."""
+    sentence_ends: list[float] = Field(default_factory=list)
+    """time.monotonic() when each sentence of the streamed replies was complete (a piece ending
+    in a full stop); the pause follows the first."""
 
     @property
     def _llm_type(self) -> str:
@@ -210,15 +211,17 @@ class PacedChatModel(BaseChatModel):
     async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                        run_manager: Any = None,
                        **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        paused = False
+        pause = self.pause_s
         for piece in words(self._text()):
             await asyncio.sleep(self.token_s)
             self.produced += 1
+            ends = piece.rstrip().endswith((".", "!", "?"))
+            if ends:
+                self.sentence_ends.append(time.monotonic())
             yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
-            if not paused and piece.rstrip().endswith((".", "!", "?")):
-                paused = True
-                self.first_sentence_end.append(time.monotonic())
-                await asyncio.sleep(self.pause_s)
+            if ends:
+                await asyncio.sleep(pause)
+                pause = 0.0
 
 
 def words(text: str) -> list[str]:

@@ -143,7 +143,7 @@ async def test_the_first_sentence_reaches_the_client_while_the_model_pauses() ->
     end = time.monotonic()
     first = next(t for t, e in seen if e["event"] == "sentence")
     assert end - first >= 1.0
-    assert 0 <= first - model.first_sentence_end[0] <= 0.1
+    assert 0 <= first - model.sentence_ends[0] <= 0.1
     result = AgentResult.model_validate(seen[-1][1]["result"])
     assert result.answer.startswith(" ".join(e["text"] for _, e in seen
                                              if e["event"] == "sentence"))
