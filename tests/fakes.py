@@ -203,9 +203,10 @@ class PacedChatModel(BaseChatModel):
     async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                          run_manager: Any = None, **kwargs: Any) -> ChatResult:
         text = self._text()
-        pieces = words(text)
-        await asyncio.sleep(self.token_s * len(pieces) + self.pause_s)
-        self.produced += len(pieces)
+        for _ in words(text):  # paced as the stream is, sleep by sleep
+            await asyncio.sleep(self.token_s)
+            self.produced += 1
+        await asyncio.sleep(self.pause_s)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
     async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
