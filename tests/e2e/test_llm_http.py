@@ -831,6 +831,10 @@ def test_endpoint_stream_ends_with_the_answer(endpoint: str, double: ModelDouble
     ]
     final = [d for d in data if isinstance(d, dict) and d.get("status")]
     assert final and final[-1]["status"] == "answered" and final[-1]["citations"]
+    assert final[-1]["event"] == "result"
+    # the model's draft streamed over HTTP; each checked sentence reached the client before it
+    sentences = [d["text"] for d in data if isinstance(d, dict) and d.get("event") == "sentence"]
+    assert sentences and final[-1]["answer"].startswith(" ".join(sentences))
     assert "answer" in double.steps()
 
 

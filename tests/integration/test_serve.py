@@ -98,16 +98,21 @@ def test_invoke_returns_the_output_contract(client: httpx.Client) -> None:
     assert out["trail"][0]["node"] == "prepare_question"
 
 
-def test_stream_sends_the_public_state_after_each_node(client: httpx.Client) -> None:
+def test_stream_sends_the_runs_events_and_ends_with_the_result(client: httpx.Client) -> None:
     r = client.post("/agent/stream", json={"input": {"question": QUESTION}})
     assert r.status_code == 200
     events = _sse(r.text)
     data = [d for name, d in events if name == "data"]
     assert events[-1][0] == "end"
-    assert len(data) >= 4  # one snapshot per node: prepare, tools, grounding, confidence, answer
-    assert all(set(d) <= CONTRACT for d in data)  # no messages, deadlines or raw outcomes
-    assert [len(d["trail"]) for d in data] == sorted(len(d["trail"]) for d in data)
-    assert data[-1]["status"] == "answered" and data[-1]["citations"]
+    # offline: the source as it returns, the extract's checked sentences, then the result
+    kinds = [d["event"] for d in data]
+    assert kinds[0] == "source" and kinds[-1] == "result" and "sentence" in kinds
+    assert set(kinds) <= {"source", "sentence", "removed", "result"}
+    result = data[-1]
+    assert set(result) == CONTRACT | {"event"}  # no messages, deadlines or raw outcomes
+    assert result["status"] == "answered" and result["citations"]
+    sentences = [d["text"] for d in data if d["event"] == "sentence"]
+    assert result["answer"].startswith(" ".join(sentences))
 
 
 def test_batch_with_an_invalid_item_is_422_not_500(client: httpx.Client) -> None:
