@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -176,9 +177,10 @@ class PacedChatModel(BaseChatModel):
     """A chat model double that streams its reply word by word at a set rate (`token_s` between
     pieces, `pause_s` more after the piece that ends the first sentence), counting the pieces it
     produced; `ainvoke` without streaming waits the same time and returns the whole reply.
-    Replies are `replies` in order (the last one repeats)."""
+    Replies are `replies` in order (the last one repeats); a reply with a tool call streams its
+    arguments' JSON word by word, as a server streams a structured reply."""
 
-    replies: list[str]
+    replies: list[str | AIMessage]
     token_s: float = 0.0
     pause_s: float = 0.0
     produced: int = 0
@@ -191,9 +193,13 @@ class PacedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "paced"
 
-    def _text(self) -> str:
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:  # type: ignore[override]
+        return self
+
+    def _reply(self) -> AIMessage:
         self.calls += 1
-        return self.replies[min(self.calls, len(self.replies)) - 1]
+        reply = self.replies[min(self.calls, len(self.replies)) - 1]
+        return reply if isinstance(reply, AIMessage) else AIMessage(content=reply)
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
@@ -202,27 +208,41 @@ class PacedChatModel(BaseChatModel):
 
     async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                          run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        text = self._text()
-        for _ in words(text):  # paced as the stream is, sleep by sleep
+        reply = self._reply()
+        for _ in words(_streamed_text(reply)):  # paced as the stream is, sleep by sleep
             await asyncio.sleep(self.token_s)
             self.produced += 1
         await asyncio.sleep(self.pause_s)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
     async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                        run_manager: Any = None,
                        **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        reply = self._reply()
+        call = reply.tool_calls[0] if reply.tool_calls else None
+        if call is not None:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[
+                {"name": call["name"], "args": "", "id": call["id"], "index": 0}]))
         pause = self.pause_s
-        for piece in words(self._text()):
+        for piece in words(_streamed_text(reply)):
             await asyncio.sleep(self.token_s)
             self.produced += 1
             ends = piece.rstrip().endswith((".", "!", "?"))
             if ends:
                 self.sentence_ends.append(time.monotonic())
-            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece) if call is None
+                                      else AIMessageChunk(content="", tool_call_chunks=[
+                                          {"args": piece, "index": 0}]))
             if ends:
                 await asyncio.sleep(pause)
                 pause = 0.0
+
+
+def _streamed_text(reply: AIMessage) -> str:
+    """What a reply streams: its text, or its tool call's arguments as JSON."""
+    if reply.tool_calls:
+        return json.dumps(reply.tool_calls[0]["args"])
+    return str(reply.content)
 
 
 def words(text: str) -> list[str]:

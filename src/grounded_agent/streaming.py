@@ -33,8 +33,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.messages import BaseMessage
+from langchain_core.utils.json import parse_partial_json
+
 from grounded_agent.citations import MARKER, Checked, check_answer
 from grounded_agent.display import neutral, shown_source
+from grounded_agent.model_calls import ai_text
 from grounded_agent.schemas import AgentResult, Citation, Finding
 from grounded_agent.state import add_usage, extend_or_reset
 
@@ -98,6 +102,10 @@ class SentenceStream:
     pending: bool = False
     """The last check left a claim that the next words may make final."""
 
+    def __call__(self, chunk: BaseMessage) -> None:
+        """One chunk of a streamed reply (model_calls.ask_model's `on_chunk`)."""
+        self.feed(ai_text(chunk))
+
     def feed(self, piece: str) -> None:
         """One more piece of the model's reply."""
         self.text += piece
@@ -132,6 +140,36 @@ class SentenceStream:
         shown = shown_sentence(text, checked.citations[:upto])
         self.sent.append(shown)
         self.write(sentence_event(index, shown, [checked.citations[n - 1] for n in numbers]))
+
+
+@dataclass
+class JudgedAnswer:
+    """Streams the answer inside a judged draft's JSON (schemas.JudgedDraft: level, reason,
+    can_answer, answer) as it is written, once the JSON has said HIGH or MEDIUM and can_answer:
+    read from the tool call's arguments, or from the content (json_schema, JSON in text). A
+    second request (the first reply could not be read) streams nothing more: what the first
+    emitted stands or is replaced in the result, and the mismatch is logged (emit_rest)."""
+
+    stream: SentenceStream
+    raw: str = ""
+    fed: str = ""
+    reply: str | None = None
+
+    def __call__(self, chunk: BaseMessage) -> None:
+        if self.reply is not None and chunk.id != self.reply:
+            self.stream.hold = True
+        self.reply = chunk.id
+        parts = getattr(chunk, "tool_call_chunks", None) or []
+        self.raw += "".join(str(p.get("args") or "") for p in parts) if parts else ai_text(chunk)
+        start = self.raw.find("{")
+        value = parse_partial_json(self.raw[start:]) if start != -1 else None
+        if not isinstance(value, dict) or value.get("can_answer") is not True or str(
+                value.get("level") or "").upper() not in ("HIGH", "MEDIUM"):
+            return
+        answer = value.get("answer")
+        if isinstance(answer, str) and answer.startswith(self.fed) and answer != self.fed:
+            self.stream.feed(answer[len(self.fed):])
+            self.fed = answer
 
 
 def emit_rest(

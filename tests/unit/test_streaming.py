@@ -27,6 +27,7 @@ from tests.fakes import (
     ScriptedSource,
     finding,
     found,
+    judged,
     text,
     tool_call,
 )
@@ -111,7 +112,7 @@ async def test_negative_control_an_untagged_model_call_streams_its_raw_draft() -
 
     async def tagged(state: S) -> S:
         model = GenericFakeChatModel(messages=iter([AIMessage(_draft(1))]))
-        reply = await ask_model(model, ["q"], state={}, ctx=CTX, on_text=lambda _: None)
+        reply = await ask_model(model, ["q"], state={}, ctx=CTX, on_chunk=lambda _: None)
         return {"out": reply.text}
 
     for node, leaks in ((untagged, True), (tagged, False)):
@@ -277,3 +278,23 @@ async def test_negative_control_langserves_own_stream_log_would_carry_the_passag
     runnable = AgentRunnable(_graph(model), None)
     patches = [p async for p in Runnable.astream_log(runnable, {"question": QUESTION})]
     assert "zebra-sentinel" in json.dumps([p.ops for p in patches], default=str)
+
+
+async def test_the_answer_inside_a_judged_drafts_json_streams_as_it_is_written() -> None:
+    """A weak passage: the draft call also judges the level (schemas.JudgedDraft); the answer
+    is read from the tool call's arguments while they stream, once they say HIGH."""
+    weak = ScriptedSource("knowledge_base", [found(
+        "knowledge_base", finding(text=PRO, title="Pricing", score=0.45))] * 2)
+    reply = judged("HIGH", True, _draft(1), reason="passage 1 states the price")
+    model = PacedChatModel(replies=[reply], token_s=0.005, pause_s=1.0)
+    graph = build_graph(chat_model=model, tools={"knowledge_base": weak.tool()})
+    seen: list[tuple[float, dict[str, Any]]] = []
+    async for _, event in astream("How much is the premium tier a month?", mode="events",
+                                  graph=graph, context=CTX):
+        seen.append((time.monotonic(), event))
+    first = next(t for t, e in seen if e["event"] == "sentence")
+    assert time.monotonic() - first >= 0.8  # while the model paused after its first sentence
+    events = [e for _, e in seen]
+    assert _sentences(events) == QUOTES
+    assert _result(events).answer.startswith(" ".join(QUOTES))
+    assert "pirates" not in json.dumps(events)

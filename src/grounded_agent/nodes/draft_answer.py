@@ -53,11 +53,13 @@ async def draft_answer(
     update: dict[str, Any] = {}
     text, replied = "", False
     how: DraftHow = "extractive"
-    streamed: list[str] = []
+    # each sentence of the draft checked and emitted as it completes (streaming.py)
+    stream = SentenceStream(evidence, runtime.stream_writer, judge_after=ctx.judge_support,
+                            hold=bool(write_in) or ctx.judge_model_answers)
     if model is not None and held.get("judge"):
         judged = await judged_draft(
             state, ctx, model, messages, held.get("offline") or Confidence(),
-            plain=_messages(state, ctx, question, evidence, write_in, judge=False))
+            plain=_messages(state, ctx, question, evidence, write_in, judge=False), stream=stream)
         trail += judged.trail
         update = {"confidence": judged.confidence, **nonempty(usage=judged.usage,
                                                               warnings=judged.warnings)}
@@ -67,12 +69,10 @@ async def draft_answer(
         replied = judged.replied
         text, how = judged.text or "", "model" if replied else "extractive"
     elif model is not None:
-        stream = SentenceStream(evidence, runtime.stream_writer, judge_after=ctx.judge_support,
-                                hold=bool(write_in) or ctx.judge_model_answers)
         reply, text = await _streamed(state, ctx, model, messages, stream)
         trail += reply.trail
         update = nonempty(usage=reply.usage, warnings=reply.warnings)
-        streamed, replied = stream.sent, reply.message is not None or bool(stream.sent)
+        replied = reply.message is not None or bool(stream.sent)
         how = "model" if replied else "extractive"
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
@@ -88,7 +88,7 @@ async def draft_answer(
             trail.append(step(state, "draft_answer", "language_not_applied",
                               "an extracted answer quotes its sources in their own language"))
     draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in,
-                    "streamed": streamed}
+                    "streamed": stream.sent}
     return {**update, "turn": {**turn_update, "draft": draft}, "trail": trail}
 
 
@@ -99,7 +99,7 @@ async def _streamed(
     emitted once complete), and the draft's text. A reply cut off after sentences were emitted
     stands as far as it went (checked again whole, as every draft is)."""
     reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
-                            max_tokens=ctx.answer_max_tokens, on_text=stream.feed)
+                            max_tokens=ctx.answer_max_tokens, on_chunk=stream)
     if reply.message is None and stream.sent:
         return reply, stream.text
     return reply, reply.text
