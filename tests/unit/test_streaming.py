@@ -298,3 +298,40 @@ async def test_the_answer_inside_a_judged_drafts_json_streams_as_it_is_written()
     assert _sentences(events) == QUOTES
     assert _result(events).answer.startswith(" ".join(QUOTES))
     assert "pirates" not in json.dumps(events)
+
+
+async def test_a_translated_answer_streams_once_translated_and_its_run_ends_on_one_result() -> None:
+    """Asked in Russian about German documents (search and ask): nothing streams in German, the
+    translation is one piece after it, and mark_coverage, the last node, sends the result."""
+    from tests.unit.test_intents import (
+        CTX as INTENTS_CTX,
+    )
+    from tests.unit.test_intents import (
+        GERMAN_ANSWER,
+        JUDGED_SUPPORTED,
+        RUSSIAN_ANSWER,
+        SUPPORT,
+        docs,
+        kb_source,
+    )
+
+    model = ScriptedChatModel(responses=[
+        tool_call("search_and_ask", {"text": "Preisliste", "language": "de",
+                                     "query": "Support Reaktionszeit", "answer_language": "ru"}),
+        judged("HIGH", True, GERMAN_ANSWER),
+        JUDGED_SUPPORTED,
+        text(RUSSIAN_ANSWER),
+    ])
+    graph = build_graph(chat_model=model, store=docs(),  # type: ignore[arg-type]
+                        tools={"knowledge_base": kb_source(*SUPPORT).tool()})
+    messages: list[Any] = []
+    events: list[dict[str, Any]] = []
+    async for mode, chunk in graph.astream(
+            {"question": "Найди немецкие прайс-листы и сравни условия поддержки"},
+            context=INTENTS_CTX, stream_mode=["messages", "custom"]):
+        (messages if mode == "messages" else events).append(chunk)
+    assert _sentences(events) == [RUSSIAN_ANSWER]
+    result = _result(events)
+    assert result.result_type == "combined" and result.answer.startswith(RUSSIAN_ANSWER)
+    assert messages[-1][0].content == result.answer  # the chat's message: the answer as shown
+    assert "Support per E-Mail" not in json.dumps(events)
