@@ -21,6 +21,7 @@ from grounded_agent.schemas import (
     validate_question,
     validate_text_id,
 )
+from grounded_agent.streaming import own_task
 
 if TYPE_CHECKING:
     from grounded_agent.store import (
@@ -147,12 +148,13 @@ async def astream(
     payload = _inputs(question, options)
     thread_id = options.get("thread_id")
     async with _graph_for(options.get("graph"), thread_id) as g:
-        async for chunk in g.astream(
+        run = g.astream(
             payload,
             config=_config(thread_id),
             context=options.get("context") or Context(),
             stream_mode="custom" if mode == "events" else "updates",
-        ):
+        )
+        async for chunk in own_task(run):  # a caller that stops reading stops the run
             if mode == "events":
                 yield str(chunk["event"]), dict(chunk)
                 continue

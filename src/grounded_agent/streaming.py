@@ -27,9 +27,10 @@ whether a trailing line is a claim or a reference list is only known at the end.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -191,6 +192,38 @@ def emit_rest(
     if removed:
         write(removed_event(removed))
     return shown
+
+
+async def own_task(run: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """`run`'s items (a graph's stream), read in a task of its own that is cancelled once when
+    the reader stops: reading ends the run, and with it the model's stream.
+
+    A client that hangs up on the endpoint cancels the response's scope, and that cancellation repeats at every
+    await inside it (anyio's): LangGraph's exit, which cancels the nodes' tasks (the model's
+    stream among them) and waits for them, would itself be cut short and leave them running.
+    In a task of its own, the run gets one cancellation and ends cleanly."""
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for item in run:
+                queue.put_nowait(("item", item))
+        except Exception as exc:  # the reader raises it
+            queue.put_nowait(("error", exc))
+        else:
+            queue.put_nowait(("end", None))
+
+    task = asyncio.ensure_future(pump())
+    try:
+        while True:
+            kind, value = await queue.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        task.cancel()
 
 
 REDUCED: Mapping[str, Callable[[Any, Any], Any]] = {

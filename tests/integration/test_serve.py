@@ -379,3 +379,32 @@ def test_malformed_bodies_are_422_and_the_connection_stays_open(
             # the same keep-alive connection serves the next request
             ok = c.post("/agent/invoke", json={"input": {"question": QUESTION}})
             assert ok.status_code == 200, ok.text
+
+
+def test_a_client_that_hangs_up_mid_stream_stops_the_models_stream() -> None:
+    """Over real HTTP: the client reads the first checked sentence and hangs up; the model's
+    stream is closed with the run, no further words are generated for nobody."""
+    from tests.fakes import PacedChatModel
+
+    draft = " ".join(["The Pro plan costs 49 EUR per user per month [1]."] * 40)
+    model = PacedChatModel(replies=[draft], token_s=0.02)
+    kb = ScriptedSource("knowledge_base",
+                        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    app = create_app(graph, store=_dead_store(), settings=ServeSettings(), threads=False)
+    with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
+        with c.stream("POST", "/agent/stream", json={"input": {"question": QUESTION}}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data:") and '"sentence"' in line:
+                    break
+        time.sleep(0.5)  # the server notices the hang-up and cancels the run
+        stopped = model.produced
+        time.sleep(0.5)
+    assert model.produced == stopped < len(draft.split())
+    # negative control: a client that reads to the end gets every word the model writes
+    control = PacedChatModel(replies=[draft], token_s=0.002)
+    app = create_app(build_graph(chat_model=control, tools={"knowledge_base": kb.tool()}),
+                     store=_dead_store(), settings=ServeSettings(), threads=False)
+    with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
+        assert c.post("/agent/stream", json={"input": {"question": QUESTION}}).status_code == 200
+    assert control.produced == len(draft.split())

@@ -24,6 +24,7 @@ from grounded_agent.documents import parse_query
 from grounded_agent.schemas import AgentResult, AgentWarning, InvalidQuestion, TrailStep
 from grounded_agent.serve.schemas import AgentConfig, AgentInput, AgentOutput, ClientConfigurable
 from grounded_agent.store.errors import StoreError
+from grounded_agent.streaming import own_task
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -248,10 +249,9 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
             yield unavailable_result(input, str(exc))
             return
         nodes: list[str] = []
+        run = graph.astream(self._question_input(input), config, stream_mode=["updates", "custom"])
         try:
-            async for mode, chunk in graph.astream(
-                self._question_input(input), config, stream_mode=["updates", "custom"]
-            ):
+            async for mode, chunk in own_task(run):
                 if mode == "updates" and isinstance(chunk, dict):
                     nodes.extend(chunk)
                 elif mode == "custom" and isinstance(chunk, dict):
