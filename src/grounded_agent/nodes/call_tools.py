@@ -118,7 +118,7 @@ class _Review:
             tool = self.tools.get(name)  # type: ignore[call-overload]
             reason, parsed = self._check(name, tool, dict(tc.get("args") or {}))
             if reason is not None or tool is None or parsed is None:
-                self._reject(call_id, name, reason)
+                self._reject(name, reason)
                 continue
             self.calls.append((call_id, tool, parsed))
             self.chosen.add(name)
@@ -140,7 +140,7 @@ class _Review:
             fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
             return f"invalid arguments for {name}: {fields}", None
 
-    def _reject(self, call_id: str, name: str, reason: str | None) -> None:
+    def _reject(self, name: str, reason: str | None) -> None:
         self.rejected.append({"name": name, "reason": reason, "attempt": self.attempt})
         self.trail.append(
             step(self.state, "call_tools", "rejected_tool_call", reason or "", tool=name)
