@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ lives in the checkout
-os.environ["GROUNDED_AGENT_JUDGE_SUPPORT"] = "0"  # the endpoint's runs: as CTX below
 
 from grounded_agent import build_graph
 from grounded_agent.citations import check_answer
@@ -215,6 +214,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    os.environ["GROUNDED_AGENT_JUDGE_SUPPORT"] = "0"  # the endpoint's runs, as CTX
     out = asyncio.run(run(args.runs, args.token_ms / 1000, args.seed))
     if args.json:
         print(json.dumps(out))
