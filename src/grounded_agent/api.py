@@ -152,14 +152,22 @@ async def astream(
             payload,
             config=_config(thread_id),
             context=options.get("context") or Context(),
-            stream_mode="custom" if mode == "events" else "updates",
+            stream_mode=["custom", "values"] if mode == "events" else ["updates"],
         )
-        async for chunk in own_task(run):  # a caller that stops reading stops the run
-            if mode == "events":
+        last: dict[str, Any] = {}
+        ended = False
+        async for kind, chunk in own_task(run):  # a caller that stops reading stops the run
+            if kind == "values":
+                last = dict(chunk)
+            elif kind == "custom":
+                ended = ended or chunk["event"] == "result"
                 yield str(chunk["event"]), dict(chunk)
-                continue
-            for node, update in chunk.items():
-                yield node, dict(update or {})
+            else:
+                for node, update in chunk.items():
+                    yield node, dict(update or {})
+        if mode == "events" and not ended:  # a graph of one's own that sends no events
+            yield "result", {"event": "result",
+                             "result": AgentResult.model_validate(last).model_dump(mode="json")}
 
 
 # --- the knowledge base: the CLI's `ingest` and `docs` commands in Python -------------------------

@@ -335,3 +335,38 @@ async def test_a_translated_answer_streams_once_translated_and_its_run_ends_on_o
     assert result.result_type == "combined" and result.answer.startswith(RUSSIAN_ANSWER)
     assert messages[-1][0].content == result.answer  # the chat's message: the answer as shown
     assert "Support per E-Mail" not in json.dumps(events)
+
+
+def _own_graph() -> Any:
+    """A graph of one's own (serve --graph, build_graph's callers): it writes no events."""
+
+    class S(TypedDict, total=False):
+        question: str
+        status: str
+        answer: str
+
+    async def reply(state: S) -> S:
+        return {"status": "answered", "answer": "Written by a graph of one's own."}
+
+    g = StateGraph(S)
+    g.add_node("reply", reply)
+    g.add_edge(START, "reply")
+    g.add_edge("reply", END)
+    return g.compile()
+
+
+async def test_a_graph_that_sends_no_events_still_ends_its_stream_with_the_result() -> None:
+    """/agent/stream and astream(mode="events") end with the result, read from the run's final
+    values, where the graph wrote no custom events."""
+    from grounded_agent.serve.app import ServeSettings, create_app
+    from grounded_agent.store import StoreSettings, open_store
+
+    store = open_store(StoreSettings(database_url="postgresql://a:b@127.0.0.1:1/kb"),
+                       embeddings=DeterministicFakeEmbedding(size=8))
+    app = create_app(_own_graph(), store=store, settings=ServeSettings(), threads=False)
+    events = [d for d in _data(await _post(app, "stream")) if isinstance(d, dict) and "event" in d]
+    assert [e["event"] for e in events] == ["result"]
+    assert events[0]["answer"] == "Written by a graph of one's own." and events[0]["question"]
+    api = [e async for e in astream(QUESTION, mode="events", graph=_own_graph())]
+    assert [kind for kind, _ in api] == ["result"]
+    assert api[0][1]["result"]["answer"] == "Written by a graph of one's own."

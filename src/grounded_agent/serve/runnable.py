@@ -249,13 +249,21 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
             yield unavailable_result(input, str(exc))
             return
         nodes: list[str] = []
-        run = graph.astream(self._question_input(input), config, stream_mode=["updates", "custom"])
+        last: dict[str, Any] = {}
+        ended = False
+        run = graph.astream(self._question_input(input), config,
+                            stream_mode=["updates", "custom", "values"])
         try:
             async for mode, chunk in own_task(run):
                 if mode == "updates" and isinstance(chunk, dict):
                     nodes.extend(chunk)
+                elif mode == "values" and isinstance(chunk, dict):
+                    last = chunk
                 elif mode == "custom" and isinstance(chunk, dict):
+                    ended = ended or chunk.get("event") == "result"
                     yield client_event(chunk)
+            if not ended:  # a graph of one's own (serve --graph) that sends no events
+                yield {"event": "result", **AgentResult.model_validate(last).model_dump(mode="json")}
         except (asyncio.CancelledError, GeneratorExit):
             # the client went away: the run stops here, no further node (and no model call) runs
             log.warning(
