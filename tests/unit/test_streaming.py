@@ -97,6 +97,12 @@ async def test_a_removed_sentence_never_reaches_messages_or_custom_mode(position
     wire = json.dumps(events) + json.dumps([m.model_dump() for m, _ in messages])
     for raw in RAW:
         assert raw not in wire, raw
+    # the result event is the run's result, as invoke returns it
+    again = GenericFakeChatModel(messages=iter([AIMessage(_draft(position))]))
+    invoked = AgentResult.model_validate(await _graph(again).ainvoke({"question": QUESTION},
+                                                                       context=CTX))
+    assert result.model_dump(exclude={"trail"}) == invoked.model_dump(exclude={"trail"})
+    assert [t.decision for t in result.trail] == [t.decision for t in invoked.trail]
 
 
 async def test_negative_control_an_untagged_model_call_streams_its_raw_draft() -> None:
