@@ -101,7 +101,9 @@ class SentenceStream:
     """Claims decided (kept and emitted, or removed for good)."""
     blocked: bool = False
     pending: bool = False
-    """The last check left a claim that the next words may make final."""
+    """The last piece closed a claim that the next words may make final."""
+    checks: int = 0
+    """How often the draft so far was checked (about twice a sentence)."""
 
     def __call__(self, chunk: BaseMessage) -> None:
         """One chunk of a streamed reply (model_calls.ask_model's `on_chunk`)."""
@@ -110,17 +112,19 @@ class SentenceStream:
     def feed(self, piece: str) -> None:
         """One more piece of the model's reply."""
         self.text += piece
-        if self.hold or self.blocked or not (
-                _MAY_CLOSE.search(piece) or (self.pending and piece.strip())):
-            return
+        closes = bool(_MAY_CLOSE.search(piece))
+        if self.hold or self.blocked or not (closes or (self.pending and piece.strip())):
+            return  # checked about twice a sentence, not once a token
         if not MARKER.search(self.text):
             return  # a draft without markers is cited whole (draft_answer)
         checked = check_answer(self.text, self.evidence)
+        self.checks += 1
         outcomes = checked.outcomes
         last_final = bool(outcomes) and outcomes[-1] == "kept" and _CLOSED.search(self.text)
         final = outcomes if last_final else outcomes[:-1]
         self._advance(checked, final)
-        self.pending = len(outcomes) > self.done
+        # a claim that looks complete waits for the next one to begin
+        self.pending = closes and len(outcomes) > self.done
 
     def _advance(self, checked: Checked, final: Sequence[str]) -> None:
         kept = sum(1 for o in final[: self.done] if o == "kept")

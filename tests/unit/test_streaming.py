@@ -30,6 +30,7 @@ from tests.fakes import (
     judged,
     text,
     tool_call,
+    words,
 )
 
 PRO = ("The Pro plan costs 49 EUR per user per month. It includes priority support and single "
@@ -376,3 +377,13 @@ async def test_a_graph_that_sends_no_events_still_ends_its_stream_with_the_resul
     api = [e async for e in astream(QUESTION, mode="events", graph=_own_graph())]
     assert [kind for kind, _ in api] == ["result"]
     assert api[0][1]["result"]["answer"] == "Written by a graph of one's own."
+
+
+def test_the_stream_checks_about_twice_a_sentence_not_once_a_word() -> None:
+    """A long answer is not checked again at every word (each check reads the whole draft)."""
+    draft = " ".join([INVENTED, *QUOTES] * 5)
+    stream = SentenceStream([finding(text=PRO)], lambda _: None, judge_after=False)
+    for piece in words(draft):
+        stream.feed(piece)
+    assert len(stream.sent) == 15
+    assert stream.checks <= 2 * 20 < len(words(draft))
