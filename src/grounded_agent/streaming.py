@@ -22,7 +22,9 @@ sentence that quotes no passage word for word: the stream stops at the first suc
 trained judge's veto of a model answer (Context.judge_model_answers: nothing streams), a draft
 without any marker (cited whole by draft_answer: nothing streams before the first marker), and a
 translation (nothing streams in the sources' language). Removal notices are sent with the rest:
-whether a trailing line is a claim or a reference list is only known at the end.
+whether a trailing line is a claim or a reference list is only known at the end. Where the draft
+call also judges the level (a JSON reply), its answer streams from inside the JSON once the
+level is known (`JudgedAnswer`).
 """
 
 from __future__ import annotations
