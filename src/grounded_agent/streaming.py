@@ -64,8 +64,10 @@ def source_event(source: str, status: str, passages: int, coverage: str) -> dict
 
 
 def sentence_event(n: int, text: str, citations: Sequence[Citation]) -> dict[str, Any]:
+    """`text` as shown already; the citations' titles and sections neutralised here, as the
+    result's are (display.shown_source)."""
     return {"event": "sentence", "n": n, "text": text,
-            "citations": [c.model_dump(mode="json") for c in citations]}
+            "citations": [shown_source(c).model_dump(mode="json") for c in citations]}
 
 
 def removed_event(count: int) -> dict[str, Any]:
