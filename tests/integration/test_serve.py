@@ -408,3 +408,26 @@ def test_a_client_that_hangs_up_mid_stream_stops_the_models_stream() -> None:
     with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
         assert c.post("/agent/stream", json={"input": {"question": QUESTION}}).status_code == 200
     assert control.produced == len(draft.split())
+
+
+def test_the_first_checked_sentence_crosses_http_while_the_model_pauses() -> None:
+    """The issue's case over real HTTP: 1.5 s between the model's first and second sentence;
+    the first sentence's event reaches the client at least 1 s before the stream ends (nothing
+    on the way, the guard middleware included, holds the events back)."""
+    from tests.fakes import PacedChatModel
+
+    draft = ("The Pro plan costs 49 EUR per user per month [1]. "
+             "It includes priority support [1].")
+    model = PacedChatModel(replies=[draft], token_s=0.005, pause_s=1.5)
+    kb = ScriptedSource("knowledge_base",
+                        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    app = create_app(graph, store=_dead_store(), settings=ServeSettings(), threads=False)
+    first = None
+    with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
+        with c.stream("POST", "/agent/stream", json={"input": {"question": QUESTION}}) as r:
+            for line in r.iter_lines():
+                if first is None and line.startswith("data:") and '"sentence"' in line:
+                    first = time.monotonic()
+        end = time.monotonic()
+    assert first is not None and end - first >= 1.0
