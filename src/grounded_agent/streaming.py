@@ -218,6 +218,9 @@ async def own_task(run: AsyncIterator[Any]) -> AsyncIterator[Any]:
                 queue.put_nowait(("item", item))
         except Exception as exc:  # the reader raises it
             queue.put_nowait(("error", exc))
+        except BaseException as exc:  # a cancellation from elsewhere: the reader ends too
+            queue.put_nowait(("error", exc))
+            raise
         else:
             queue.put_nowait(("end", None))
 

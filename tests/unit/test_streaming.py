@@ -400,3 +400,27 @@ async def test_a_sentences_citations_are_shown_as_the_results_are() -> None:
     cited = [c for e in events if e["event"] == "sentence" for c in e["citations"]]
     assert cited and {c["title"] for c in cited} == {c.title for c in _result(events).citations}
     assert "PWNED" not in json.dumps(events) and "</source>" not in json.dumps(events)
+
+
+async def test_own_task_hands_over_items_and_errors_and_stops_its_run() -> None:
+    from grounded_agent.streaming import own_task
+
+    produced: list[int] = []
+
+    async def run(fail: bool) -> Any:
+        for i in range(100):
+            produced.append(i)
+            yield i
+            await asyncio.sleep(0.01)
+            if fail and i == 2:
+                raise ValueError("the run failed")
+
+    assert [i async for i in own_task(run(False))] == list(range(100))
+    with pytest.raises(ValueError, match="the run failed"):
+        _ = [i async for i in own_task(run(True))]
+    produced.clear()
+    reader = own_task(run(False))
+    assert await reader.__anext__() == 0
+    await reader.aclose()  # the reader stops: so does the run
+    await asyncio.sleep(0.1)
+    assert len(produced) <= 2
