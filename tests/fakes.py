@@ -185,6 +185,8 @@ class PacedChatModel(BaseChatModel):
     pause_s: float = 0.0
     produced: int = 0
     calls: int = 0
+    fail_after: int | None = None
+    """The stream breaks off (a reset connection) after this many pieces."""
     sentence_ends: list[float] = Field(default_factory=list)
     """time.monotonic() when each sentence of the streamed replies was complete (a piece ending
     in a full stop); the pause follows the first."""
@@ -224,7 +226,9 @@ class PacedChatModel(BaseChatModel):
             yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[
                 {"name": call["name"], "args": "", "id": call["id"], "index": 0}]))
         pause = self.pause_s
-        for piece in words(_streamed_text(reply)):
+        for i, piece in enumerate(words(_streamed_text(reply))):
+            if self.fail_after is not None and i >= self.fail_after:
+                raise ConnectionResetError("the model's stream broke off")
             await asyncio.sleep(self.token_s)
             self.produced += 1
             ends = piece.rstrip().endswith((".", "!", "?"))

@@ -424,3 +424,14 @@ async def test_own_task_hands_over_items_and_errors_and_stops_its_run() -> None:
     await reader.aclose()  # the reader stops: so does the run
     await asyncio.sleep(0.1)
     assert len(produced) <= 2
+
+
+async def test_a_reply_that_breaks_off_keeps_what_was_streamed_and_says_so() -> None:
+    model = PacedChatModel(replies=[" ".join(QUOTES)], fail_after=14)  # inside sentence two
+    _, events = await _run(_graph(model))
+    result = _result(events)
+    assert _sentences(events) == QUOTES[:1]
+    assert result.answer.startswith(QUOTES[0]) and QUOTES[1] not in result.answer
+    assert [w.detail for w in result.warnings if w.kind == "model_unavailable"] == [
+        "the language model's reply broke off at the answer step; the answer is what it had "
+        "written, checked"]

@@ -27,6 +27,9 @@ FALLBACK = Fallback(
     budget_warning="answer extracted without the model", trail="extractive answer used",
 )
 
+BROKE_OFF = ("the language model's reply broke off at the answer step; the answer is what it "
+             "had written, checked")
+
 
 def format_sources(evidence: list[Finding]) -> str:
     """The escaped sources block (one builder for every prompt: prompts.sources)."""
@@ -101,6 +104,8 @@ async def _streamed(
     reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
                             max_tokens=ctx.answer_max_tokens, on_chunk=stream)
     if reply.message is None and stream.sent:
+        reply.warnings = [{"kind": "model_unavailable", "detail": BROKE_OFF}]
+        reply.trail = [step(state, "draft_answer", "model_failed", BROKE_OFF)]
         return reply, stream.text
     return reply, reply.text
 
