@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import BaseModel, Field
 
 from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
@@ -167,3 +171,84 @@ def not_found(source: SourceName) -> ToolOutcome:
 
 def failed(source: SourceName, kind: str = "unavailable") -> ToolOutcome:
     return ToolOutcome.error(source, "q", kind, "scripted failure")  # type: ignore[arg-type]
+
+
+class PacedChatModel(BaseChatModel):
+    """A chat model double that streams its reply word by word at a set rate (`token_s` between
+    pieces, `pause_s` more after the piece that ends the first sentence), counting the pieces it
+    produced; `ainvoke` without streaming waits the same time and returns the whole reply.
+    Replies are `replies` in order (the last one repeats); a reply with a tool call streams its
+    arguments' JSON word by word, as a server streams a structured reply."""
+
+    replies: list[str | AIMessage]
+    token_s: float = 0.0
+    pause_s: float = 0.0
+    produced: int = 0
+    calls: int = 0
+    fail_after: int | None = None
+    """The stream breaks off (a reset connection) after this many pieces."""
+    sentence_ends: list[float] = Field(default_factory=list)
+    """time.monotonic() when each sentence of the streamed replies was complete (a piece ending
+    in a full stop); the pause follows the first."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "paced"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:  # type: ignore[override]
+        return self
+
+    def _reply(self) -> AIMessage:
+        self.calls += 1
+        reply = self.replies[min(self.calls, len(self.replies)) - 1]
+        return reply if isinstance(reply, AIMessage) else AIMessage(content=reply)
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  **kwargs: Any) -> ChatResult:
+        raise NotImplementedError("the paced double is asynchronous")
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        reply = self._reply()
+        for _ in words(_streamed_text(reply)):  # paced as the stream is, sleep by sleep
+            await asyncio.sleep(self.token_s)
+            self.produced += 1
+        await asyncio.sleep(self.pause_s)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                       run_manager: Any = None,
+                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        reply = self._reply()
+        call = reply.tool_calls[0] if reply.tool_calls else None
+        if call is not None:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[
+                {"name": call["name"], "args": "", "id": call["id"], "index": 0}]))
+        pause = self.pause_s
+        for i, piece in enumerate(words(_streamed_text(reply))):
+            if self.fail_after is not None and i >= self.fail_after:
+                raise ConnectionResetError("the model's stream broke off")
+            await asyncio.sleep(self.token_s)
+            self.produced += 1
+            ends = piece.rstrip().endswith((".", "!", "?"))
+            if ends:
+                self.sentence_ends.append(time.monotonic())
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece) if call is None
+                                      else AIMessageChunk(content="", tool_call_chunks=[
+                                          {"args": piece, "index": 0}]))
+            if ends:
+                await asyncio.sleep(pause)
+                pause = 0.0
+
+
+def _streamed_text(reply: AIMessage) -> str:
+    """What a reply streams: its text, or its tool call's arguments as JSON."""
+    if reply.tool_calls:
+        return json.dumps(reply.tool_calls[0]["args"])
+    return str(reply.content)
+
+
+def words(text: str) -> list[str]:
+    """A reply cut as a model streams it: each word with the space before it."""
+    return re.findall(r"\s*\S+", text)

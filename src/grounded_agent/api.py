@@ -1,11 +1,12 @@
-"""The Python API: ask / aask return the public AgentResult; astream shows progress per node."""
+"""The Python API: ask / aask return the public AgentResult; astream shows progress per node, or
+(mode="events") the checked answer sentence by sentence as it forms."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -21,6 +22,7 @@ from grounded_agent.schemas import (
     validate_question,
     validate_text_id,
 )
+from grounded_agent.streaming import own_task
 
 if TYPE_CHECKING:
     from grounded_agent.store import (
@@ -107,9 +109,11 @@ async def arun(
     question: str,
     *,
     on_step: Callable[[str, dict[str, Any]], None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
     **options: Unpack[AskOptions],
 ) -> AgentResult:
-    """`aask` that reports each node's update to `on_step` as it happens (CLI progress)."""
+    """`aask` that reports each node's update to `on_step` as it happens (CLI progress), and each
+    event of the run (streaming.py: a checked sentence, ...) to `on_event`."""
     payload = _inputs(question, options)
     thread_id = options.get("thread_id")
     final: dict[str, Any] = {}
@@ -118,31 +122,54 @@ async def arun(
             payload,
             config=_config(thread_id),
             context=options.get("context") or Context(),
-            stream_mode=["updates", "values"],
+            stream_mode=["updates", "values", "custom"],
         ):
             if mode == "values" and isinstance(chunk, dict):
                 final = dict(chunk)
+            elif mode == "custom":
+                if on_event is not None and isinstance(chunk, dict):
+                    on_event(chunk)
             elif on_step is not None and isinstance(chunk, dict):
                 for node, update in chunk.items():
                     on_step(node, dict(update or {}))
     return AgentResult.model_validate(final)
 
 
+StreamMode = Literal["updates", "events"]
+
+
 async def astream(
-    question: str, **options: Unpack[AskOptions]
+    question: str, *, mode: StreamMode = "updates", **options: Unpack[AskOptions]
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """Yields (node, update) as each node finishes; the last update is the answer node's."""
+    """mode="updates": yields (node, update) as each node finishes; the last update is the
+    answer node's (or mark_coverage's). mode="events": yields (kind, event) as the run goes on,
+    what a chat client shows: ("source", ...) as each source returns, ("sentence", ...) for each
+    sentence of the answer once it is checked, with its citations (while the model still writes
+    the next), ("removed", ...) saying how many the check removed, and last ("result", ...) whose
+    "result" is the AgentResult as JSON. No raw draft, passage or prompt is ever yielded."""
     payload = _inputs(question, options)
     thread_id = options.get("thread_id")
     async with _graph_for(options.get("graph"), thread_id) as g:
-        async for chunk in g.astream(
+        run = g.astream(
             payload,
             config=_config(thread_id),
             context=options.get("context") or Context(),
-            stream_mode="updates",
-        ):
-            for node, update in chunk.items():
-                yield node, dict(update or {})
+            stream_mode=["custom", "values"] if mode == "events" else ["updates"],
+        )
+        last: dict[str, Any] = {}
+        ended = False
+        async for kind, chunk in own_task(run):  # a caller that stops reading stops the run
+            if kind == "values":
+                last = dict(chunk)
+            elif kind == "custom":
+                ended = ended or chunk["event"] == "result"
+                yield str(chunk["event"]), dict(chunk)
+            else:
+                for node, update in chunk.items():
+                    yield node, dict(update or {})
+        if mode == "events" and not ended:  # a graph of one's own that sends no events
+            yield "result", {"event": "result",
+                             "result": AgentResult.model_validate(last).model_dump(mode="json")}
 
 
 # --- the knowledge base: the CLI's `ingest` and `docs` commands in Python -------------------------

@@ -154,14 +154,18 @@ def _headline(result: AgentResult) -> str:
     return f"[{label}]"
 
 
-def render(result: AgentResult) -> str:
-    """Human-readable answer: status, text, numbered sources, source reports, warnings."""
+def render(result: AgentResult, streamed: str = "") -> str:
+    """Human-readable answer: status, text, numbered sources, source reports, warnings.
+    `streamed`: the answer's sentences already printed as they came (left out here)."""
     label = _headline(result)
     if result.result_type == "search":
         label = f"[{SEARCH_LABEL.get(result.status, label)}]"
         body = render_documents(result) if result.documents and result.documents.items else []
         return "\n".join([label, "", *(body or [result.answer])]).rstrip()
-    lines = [label, "", result.answer, ""]
+    answer = result.answer
+    if streamed and answer.startswith(streamed):
+        answer = answer[len(streamed):].strip()
+    lines = [label, "", answer, ""] if answer else [label, ""]
     if result.coverage_limited:
         lines += ["(coverage limited: the answer rests on part of the matching documents)", ""]
     lines += render_documents(result)
@@ -228,6 +232,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if show:
             _progress(node, update)
 
+    live = not args.json and (args.stream or sys.stdout.isatty())
+    printed: list[str] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        """Each checked sentence printed as it arrives (the label and sources follow)."""
+        if live and event.get("event") == "sentence":
+            print((" " if printed else "") + str(event["text"]), end="", flush=True)
+            printed.append(str(event["text"]))
+
     try:
         result = run_blocking(
             arun(
@@ -235,16 +248,19 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 sources=args.sources,
                 language=args.language,
                 on_step=on_step,
+                on_event=on_event,
                 thread_id=args.thread,
             )
         )
     except InvalidQuestion as exc:
         print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
         return 2
+    if printed:
+        print("\n")
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
-        print(render(result))
+        print(render(result, " ".join(printed)))
     _hint_if_empty(result)
     return 0
 
@@ -704,6 +720,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--language", help="language of the answer")
     ask.add_argument("--thread", help="conversation thread id (follow-up questions)")
     ask.add_argument("--progress", action="store_true", help="show node progress even when piped")
+    ask.add_argument("--stream", action="store_true",
+                     help="print the answer's sentences as they are checked even when piped")
     ask.set_defaults(func=cmd_ask)
 
     search = sub.add_parser(

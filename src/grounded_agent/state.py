@@ -86,6 +86,11 @@ class Draft(TypedDict, total=False):
     """Set by score_confidence when the local signals left the confidence open and a model is
     there: the draft call returns the judgement with the answer (one call, not two), and the
     offline verdict (`offline`) is kept if the judgement fails."""
+    streamed: list[str]
+    """The sentences emitted while the model drafted (streaming.SentenceStream): the answer
+    node emits the checked answer's others after them."""
+    sentences: list[tuple[str, list[int]]]
+    """Set by the citation check: the kept sentences, markers renumbered, with their numbers."""
     offline: Confidence
     """Set when the model judges the evidence: the offline verdict for the same evidence. Where the
     model's draft cannot stand, it is the outcome (its extract, or no answer where it answers

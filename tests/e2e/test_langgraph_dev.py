@@ -100,6 +100,35 @@ async def test_stream_of_node_updates(dev_server: str) -> None:
     assert nodes[0] == "prepare_question" and nodes[-1] == "answer"
 
 
+async def test_studio_streams_the_checked_sentences_as_custom_events(dev_server: str) -> None:
+    """What a chat view streams: the checked sentences as custom events, then the result; in
+    `messages` mode one message, the checked answer; no passage or prompt on either."""
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev_server)
+    events: list[dict[str, object]] = []
+    messages: list[object] = []
+    async for part in client.runs.stream(
+        None, "agent", input={"question": "How much does the Pro plan cost per user per month?"},
+        stream_mode=["custom", "messages-tuple"],
+    ):
+        if part.event == "custom" and isinstance(part.data, dict):
+            events.append(part.data)
+        elif part.event.startswith("messages"):
+            messages.append(part.data)
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "source" and kinds[-1] == "result" and "sentence" in kinds
+    result = events[-1]["result"]
+    assert isinstance(result, dict) and result["status"] in ("answered", "answered_with_caveat")
+    sentences = [str(e["text"]) for e in events if e["event"] == "sentence"]
+    assert str(result["answer"]).startswith(" ".join(sentences))
+    wire = str(messages) + str(events)
+    assert "<passage" not in wire and "<source" not in wire and "tool" not in str(
+        [m[0].get("type") for m in messages if isinstance(m, list) and m])
+    assert any(isinstance(m, list) and m and m[0].get("content") == result["answer"]
+               for m in messages)
+
+
 async def test_a_run_shows_every_step_as_its_node(dev_server: str) -> None:
     """What Studio shows for one answered question: each step its own node, in order (offline:
     the draft is the extract, no model call anywhere)."""

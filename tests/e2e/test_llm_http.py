@@ -708,6 +708,24 @@ def test_cli_answers_through_the_model_server(
     assert out["usage"]["llm_calls"] == 1
 
 
+def test_cli_prints_the_checked_sentences_before_the_rest_of_the_answer(
+    ingested_home: Path, double: ModelDouble, base_url: str
+) -> None:
+    """`ask --stream` (what a terminal gets): each checked sentence as it arrives, then the label,
+    the notes and the sources; the answer's sentences are not printed twice."""
+    done = subprocess.run(
+        [str(GROUNDED_AGENT), "ask", QUESTION, "--stream"],
+        env=llm_child_env(ingested_home, base_url), cwd=ROOT, capture_output=True, text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    streamed, _, rest = done.stdout.partition("\n\n")
+    assert "29 euros" in streamed and "[1]" in streamed
+    assert rest.startswith("[Answered]") and "Sources:" in rest
+    assert done.stdout.count(streamed) == 1
+    assert double.steps() == ["answer"]
+
+
 def test_cli_keeps_a_marker_after_the_full_stop(
     ingested_home: Path, double: ModelDouble, base_url: str
 ) -> None:
@@ -831,6 +849,10 @@ def test_endpoint_stream_ends_with_the_answer(endpoint: str, double: ModelDouble
     ]
     final = [d for d in data if isinstance(d, dict) and d.get("status")]
     assert final and final[-1]["status"] == "answered" and final[-1]["citations"]
+    assert final[-1]["event"] == "result"
+    # the model's draft streamed over HTTP; each checked sentence reached the client before it
+    sentences = [d["text"] for d in data if isinstance(d, dict) and d.get("event") == "sentence"]
+    assert sentences and final[-1]["answer"].startswith(" ".join(sentences))
     assert "answer" in double.steps()
 
 

@@ -98,16 +98,21 @@ def test_invoke_returns_the_output_contract(client: httpx.Client) -> None:
     assert out["trail"][0]["node"] == "prepare_question"
 
 
-def test_stream_sends_the_public_state_after_each_node(client: httpx.Client) -> None:
+def test_stream_sends_the_runs_events_and_ends_with_the_result(client: httpx.Client) -> None:
     r = client.post("/agent/stream", json={"input": {"question": QUESTION}})
     assert r.status_code == 200
     events = _sse(r.text)
     data = [d for name, d in events if name == "data"]
     assert events[-1][0] == "end"
-    assert len(data) >= 4  # one snapshot per node: prepare, tools, grounding, confidence, answer
-    assert all(set(d) <= CONTRACT for d in data)  # no messages, deadlines or raw outcomes
-    assert [len(d["trail"]) for d in data] == sorted(len(d["trail"]) for d in data)
-    assert data[-1]["status"] == "answered" and data[-1]["citations"]
+    # offline: the source as it returns, the extract's checked sentences, then the result
+    kinds = [d["event"] for d in data]
+    assert kinds[0] == "source" and kinds[-1] == "result" and "sentence" in kinds
+    assert set(kinds) <= {"source", "sentence", "removed", "result"}
+    result = data[-1]
+    assert set(result) == CONTRACT | {"event"}  # no messages, deadlines or raw outcomes
+    assert result["status"] == "answered" and result["citations"]
+    sentences = [d["text"] for d in data if d["event"] == "sentence"]
+    assert result["answer"].startswith(" ".join(sentences))
 
 
 def test_batch_with_an_invalid_item_is_422_not_500(client: httpx.Client) -> None:
@@ -374,3 +379,55 @@ def test_malformed_bodies_are_422_and_the_connection_stays_open(
             # the same keep-alive connection serves the next request
             ok = c.post("/agent/invoke", json={"input": {"question": QUESTION}})
             assert ok.status_code == 200, ok.text
+
+
+def test_a_client_that_hangs_up_mid_stream_stops_the_models_stream() -> None:
+    """Over real HTTP: the client reads the first checked sentence and hangs up; the model's
+    stream is closed with the run, no further words are generated for nobody."""
+    from tests.fakes import PacedChatModel
+
+    draft = " ".join(["The Pro plan costs 49 EUR per user per month [1]."] * 40)
+    model = PacedChatModel(replies=[draft], token_s=0.02)
+    kb = ScriptedSource("knowledge_base",
+                        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    app = create_app(graph, store=_dead_store(), settings=ServeSettings(), threads=False)
+    with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
+        with c.stream("POST", "/agent/stream", json={"input": {"question": QUESTION}}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data:") and '"sentence"' in line:
+                    break
+        time.sleep(0.5)  # the server notices the hang-up and cancels the run
+        stopped = model.produced
+        time.sleep(0.5)
+    assert model.produced == stopped < len(draft.split())
+    # negative control: a client that reads to the end gets every word the model writes
+    control = PacedChatModel(replies=[draft], token_s=0.002)
+    app = create_app(build_graph(chat_model=control, tools={"knowledge_base": kb.tool()}),
+                     store=_dead_store(), settings=ServeSettings(), threads=False)
+    with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
+        assert c.post("/agent/stream", json={"input": {"question": QUESTION}}).status_code == 200
+    assert control.produced == len(draft.split())
+
+
+def test_the_first_checked_sentence_crosses_http_while_the_model_pauses() -> None:
+    """The issue's case over real HTTP: 1.5 s between the model's first and second sentence;
+    the first sentence's event reaches the client at least 1 s before the stream ends (nothing
+    on the way, the guard middleware included, holds the events back)."""
+    from tests.fakes import PacedChatModel
+
+    draft = ("The Pro plan costs 49 EUR per user per month [1]. "
+             "It includes priority support [1].")
+    model = PacedChatModel(replies=[draft], token_s=0.005, pause_s=1.5)
+    kb = ScriptedSource("knowledge_base",
+                        [found("knowledge_base", finding(text=PRO, title="Pricing", score=0.9))])
+    graph = build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
+    app = create_app(graph, store=_dead_store(), settings=ServeSettings(), threads=False)
+    first = None
+    with serving(app) as base, httpx.Client(base_url=base, timeout=30) as c:
+        with c.stream("POST", "/agent/stream", json={"input": {"question": QUESTION}}) as r:
+            for line in r.iter_lines():
+                if first is None and line.startswith("data:") and '"sentence"' in line:
+                    first = time.monotonic()
+        end = time.monotonic()
+    assert first is not None and end - first >= 1.0

@@ -21,7 +21,6 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from evals.scripted import _PASSAGE, _SOURCE
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
-from grounded_agent.nodes.check_grounding import tool_message_text
 from grounded_agent.prompts.answer import ANSWER_SYSTEM, JUDGED_ANSWER_SYSTEM
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.sources import render_passages, render_sources
@@ -80,12 +79,6 @@ def test_the_passages_of_a_tool_result_have_one_element_per_finding() -> None:
     root = ET.fromstring(f"<result>{block}</result>")
     assert [e.get("id") for e in root] == ["pricing", "evil"]
     assert [e.text.strip("\n") for e in root] == [PRO, EVIL_TEXT]  # type: ignore[union-attr]
-
-
-def test_the_tool_message_the_confidence_step_reads_is_escaped() -> None:
-    message = tool_message_text(found("knowledge_base", GOOD, EVIL), low=0.55)
-    assert message.count("<passage ") == 2 and message.count("</passage>") == 2
-    assert "<system>" not in message and "</source>" not in message
 
 
 def test_the_scripted_model_reads_the_escaped_block_back() -> None:

@@ -7,6 +7,7 @@ MockTransport injected as the model's HTTP client: still the network edge, nothi
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -43,6 +44,32 @@ def completion(message: dict[str, Any], prompt: int = 120, out: int = 12) -> htt
             },
         },
     )
+
+
+def as_events(response: httpx2.Response) -> httpx2.Response:
+    """The same completion as a server that streams sends it: server-sent chunks, a tool call's
+    arguments in three pieces, the usage in the last chunk."""
+    body = json.loads(response.content)
+    message = body["choices"][0]["message"]
+    deltas: list[dict[str, Any]] = []
+    for call in message.get("tool_calls") or []:
+        args = call["function"]["arguments"]
+        cut = [0, len(args) // 3, 2 * len(args) // 3, len(args)]
+        deltas.append({"role": "assistant", "tool_calls": [{"index": 0, "id": call["id"],
+                       "type": "function", "function": {"name": call["function"]["name"],
+                                                        "arguments": ""}}]})
+        deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": args[a:b]}}]}
+                   for a, b in itertools.pairwise(cut)]
+    if message.get("content"):
+        deltas.append({"role": "assistant", "content": message["content"]})
+    chunks = [{"id": body["id"], "object": "chat.completion.chunk", "created": 0,
+               "model": body["model"], "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    chunks.append({"id": body["id"], "object": "chat.completion.chunk", "created": 0,
+                   "model": body["model"], "usage": body["usage"], "choices": [
+                       {"index": 0, "delta": {}, "finish_reason": body["choices"][0]["finish_reason"]}]})
+    text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    return httpx2.Response(200, text=text, headers={"content-type": "text/event-stream"})
 
 
 def fn_call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
@@ -82,7 +109,8 @@ async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wi
     def handler(request: httpx2.Request) -> httpx2.Response:
         assert request.url.path == "/v1/chat/completions"
         requests.append(request)
-        return replies[len(requests) - 1]
+        reply = replies[len(requests) - 1]
+        return as_events(reply) if json.loads(request.content).get("stream") else reply
 
     model = ChatOpenAI(
         model="gpt-4o-mini",
@@ -110,6 +138,7 @@ async def test_tool_calls_error_tool_messages_and_structured_output_cross_the_wi
     # one function offered, and the request carries the numbered sources (the usable evidence)
     assert bodies[1]["tools"][0]["function"]["name"] == "JudgedDraft"
     assert bodies[1]["tool_choice"]["function"]["name"] == "JudgedDraft"
+    assert bodies[1]["stream"] is True and not bodies[0].get("stream")  # the draft streams
     user = next(m for m in bodies[1]["messages"] if m["role"] == "user")
     assert '<source n="1" title="Pricing"' in user["content"] and "49 EUR" in user["content"]
     # the model's own arguments reached the tool

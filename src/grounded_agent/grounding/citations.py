@@ -21,6 +21,7 @@ import html
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from grounded_agent.grounding.instructions import looks_like_instruction
 from grounded_agent.grounding.quantities import figures_stated
@@ -65,6 +66,16 @@ class Checked:
     """Sentences removed only because they quote no cited passage word for word and no judge
     read them, each with its valid marker numbers (1-based, into the sources): what a judge that
     reads paraphrase may confirm (`check_answer(judged=...)`)."""
+    sentences: list[tuple[str, list[int]]] = field(default_factory=list)
+    """The kept sentences in order, markers renumbered, each with its citations' numbers: `text`
+    is these joined by a space (streaming.py emits them one by one)."""
+    outcomes: list[ClaimOutcome] = field(default_factory=list)
+    """What became of each claim of the draft, in order (streaming.py reads which are final)."""
+
+
+ClaimOutcome = Literal["kept", "removed", "doubted", "empty"]
+"""A claim kept, removed for good, removed pending a judge (`doubted`), or empty (markers or
+punctuation alone, a lead-in): what the streamed check needs to know of each."""
 
 
 # ------------------------------------------------------------------------------------ markers
@@ -341,6 +352,7 @@ def check_answer(
     removed_markers: list[str] = []
     unsupported: list[str] = []
     doubted: list[tuple[str, list[int]]] = []
+    outcomes: list[ClaimOutcome] = []
     for line in references:
         for m in MARKER.finditer(line):
             numbers, bad = marker_numbers(m.group(1))
@@ -352,29 +364,36 @@ def check_answer(
         removed_markers += [f"[{n}]" for n in numbers if not 1 <= n <= len(sources)]
         bare = _clean(claim.text)
         if not bare.strip(" .,;:-–—*#"):
+            outcomes.append("empty")
             continue
         if not valid:
+            outcomes.append("empty" if claim.lead_in else "removed")
             if not claim.lead_in:
                 unsupported.append(bare)
             continue
         if looks_like_instruction(bare):
+            outcomes.append("removed")
             unsupported.append(bare)
             continue
         cited_passages = [sources[n - 1] for n in valid]
         verdict = judged.get(bare)
         if verdict is False:
+            outcomes.append("removed")
             unsupported.append(bare)
             continue
         quoted = quoted_in(bare, cited_passages)
         if quoted:
+            outcomes.append("kept")
             kept.append((_terminate(bare), [valid[i] for i in quoted]))
         elif (
             verdict is True
             and _digits_stated(bare, cited_passages)
             and (also_holds is None or also_holds(bare, cited_passages))
         ):
+            outcomes.append("kept")
             kept.append((_terminate(bare), valid))
         else:
+            outcomes.append("doubted" if verdict is None else "removed")
             unsupported.append(bare)
             if verdict is None:
                 doubted.append((bare, valid))
@@ -383,10 +402,10 @@ def check_answer(
     for _, valid in kept:
         for n in valid:
             order.setdefault(n, len(order) + 1)
-    parts = []
-    for bare, valid in kept:
-        marks = "".join(f"[{order[n]}]" for n in valid)
-        parts.append(attach_markers(bare, marks))
+    sentences = [
+        (attach_markers(bare, "".join(f"[{order[n]}]" for n in valid)), [order[n] for n in valid])
+        for bare, valid in kept
+    ]
     citations = [
         Citation(
             n=new,
@@ -404,7 +423,8 @@ def check_answer(
         for old, new in order.items()
     ]
     return Checked(
-        " ".join(parts), citations, removed_markers, unsupported, removed_urls, doubted
+        " ".join(s for s, _ in sentences), citations, removed_markers, unsupported, removed_urls,
+        doubted, sentences, outcomes,
     )
 
 

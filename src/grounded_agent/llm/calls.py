@@ -13,11 +13,12 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, message_chunk_to_message
+from langgraph.constants import TAG_NOSTREAM
 
 from grounded_agent.context import Context
 from grounded_agent.redaction import describe, redacted_traceback
@@ -34,6 +35,13 @@ MAX_CALL_S = 120.0
 
 MIN_RESERVED_CALL_S = 1.0
 """A call that leaves time for later work (the search) still gets this much."""
+
+INTERNAL = [TAG_NOSTREAM]
+"""Tags of every model call a node makes: its raw output stays out of LangGraph's `messages`
+stream (clients see the checked answer, streamed as the answer node's message)."""
+
+NO_CHUNKS = "No generation chunks were returned"
+"""What langchain-core raises when a streamed request's response held no event."""
 
 FAILED_CALL: dict[str, int] = {"llm_calls": 1, "input_tokens": 0, "output_tokens": 0}
 """A model call that raised still counts against the call cap."""
@@ -177,6 +185,7 @@ async def ask_model(
     spent: Mapping[str, int] | None = None,
     reserve: float | None = None,
     max_tokens: int | None = None,
+    on_chunk: Callable[[BaseMessage], None] | None = None,
 ) -> ModelReply:
     """One budgeted model call; never raises, the reply says what happened.
 
@@ -184,7 +193,9 @@ async def ask_model(
     reply that writes a call of one of them as JSON text instead of a tool call is read as that
     call (`text_tool_calls`); `spent` is usage of this node not yet in state; `reserve` the
     seconds the call must leave for work after it; `max_tokens` the step's output limit (a
-    reply that runs on is cut there, not at the timeout); `fallback` what is reported when there
+    reply that runs on is cut there, not at the timeout); `on_chunk` streams the reply, each
+    chunk handed over as it arrives (cancelling the call closes the model's stream, so no
+    further tokens are generated); `fallback` what is reported when there
     is no reply (None: nothing, the caller reports, as `structured_call` does after its last
     request). No call waits longer than Context.model_timeout_s.
     """
@@ -198,7 +209,8 @@ async def ask_model(
             bound = runnable if tools is None else runnable.bind_tools(list(tools))
             if max_tokens is not None:
                 bound = bound.bind(max_tokens=max_tokens)
-            message = await asyncio.wait_for(bound.ainvoke(list(messages)), timeout=timeout)
+            message = await asyncio.wait_for(
+                _reply(bound.with_config(tags=INTERNAL), list(messages), on_chunk), timeout=timeout)
             if tools is not None and isinstance(message, AIMessage) and not message.tool_calls:
                 message = text_tool_calls(message, tool_names(tools))
             reply = ModelReply(message=message, usage=usage_of(message))
@@ -209,6 +221,31 @@ async def ask_model(
             state, exhausted=reply.exhausted, failure=reply.failure
         )
     return reply
+
+
+async def _reply(
+    runnable: Any, messages: list[Any], on_chunk: Callable[[BaseMessage], None] | None
+) -> BaseMessage:
+    """The model's reply, streamed chunk by chunk to `on_chunk` when it is given."""
+    if on_chunk is None:
+        message: BaseMessage = await runnable.ainvoke(messages)
+        return message
+    whole: Any = None
+    try:
+        async for chunk in runnable.astream(messages):
+            whole = chunk if whole is None else whole + chunk
+            on_chunk(chunk)
+    except ValueError as exc:
+        if whole is not None or NO_CHUNKS not in str(exc):
+            raise
+        # a server that ignores `stream` (one JSON body where events were asked for) is asked
+        # once more the way every other call asks
+        log.info("the server sent no stream (%s); asked without streaming", describe(exc))
+        message = await runnable.ainvoke(messages)
+        return message
+    if whole is None:
+        return AIMessage(content="")
+    return message_chunk_to_message(whole)
 
 
 def tool_names(tools: Sequence[Any]) -> list[str]:

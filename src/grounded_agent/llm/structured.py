@@ -34,7 +34,7 @@ import re
 import threading
 import typing
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -391,12 +391,14 @@ async def structured_call(
     parse_tries: int = PARSE_TRIES,
     max_calls: int = MAX_CALLS,
     max_tokens: int | None = None,
+    on_chunk: Callable[[BaseMessage], None] | None = None,
 ) -> StructuredResult[M]:
     """One structured judgement from `model`, whatever the server supports.
 
     `usage` is the caller's running count for this node: each request adds one call (and its
     tokens when it returned), and the budget is checked against it before every request.
-    `max_tokens` the reply's limit (a judgement's by default; a judged draft's is longer).
+    `max_tokens` the reply's limit (a judgement's by default; a judged draft's is longer);
+    `on_chunk` streams each request's reply (model_calls.ask_model).
     """
     result: StructuredResult[M] = StructuredResult()
     first = start_method(model)
@@ -416,7 +418,8 @@ async def structured_call(
             method = METHODS[METHODS.index(method) + 1]
             continue
         reply = await ask_model(runnable, prompt, state=state, ctx=ctx, spent=usage,
-                                max_tokens=max_tokens or ctx.judgement_max_tokens)
+                                max_tokens=max_tokens or ctx.judgement_max_tokens,
+                                on_chunk=on_chunk)
         if reply.exhausted is not None:
             result.exhausted = reply.exhausted
             return result

@@ -17,6 +17,7 @@ from grounded_agent.llm.structured import plain_first, remember_plain, structure
 from grounded_agent.nodes._common import step
 from grounded_agent.schemas import Confidence, JudgedDraft
 from grounded_agent.state import AgentState
+from grounded_agent.streaming import JudgedAnswer, SentenceStream
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +54,13 @@ class Judged:
 
 async def judged_draft(
     state: AgentState, ctx: Context, model: Any, messages: list[Any], held: Confidence,
-    plain: list[Any],
+    plain: list[Any], stream: SentenceStream | None = None,
 ) -> Judged:
     """One structured call (function calling, json_schema or JSON text: structured.py). Without a
     readable judgement the outcome is the offline one for the same evidence (`held`), never a
     more confident one; where that answers, one more request (`plain`, the plain draft's
-    messages) lets the model write the answer in free text, checked like any draft."""
+    messages) lets the model write the answer in free text, checked like any draft. `stream`
+    checks and emits the answer's sentences as either reply writes them (streaming.py)."""
     usage: dict[str, int] = {}
     trail: list[dict[str, Any]] = []
     plain_here = plain_first(model, JudgedDraft)
@@ -66,6 +68,7 @@ async def judged_draft(
         outcome = await structured_call(
             model, JudgedDraft, messages, state=state, ctx=ctx, usage=usage,
             parse_tries=PARSE_TRIES, max_tokens=ctx.answer_max_tokens + ctx.judgement_max_tokens,
+            on_chunk=JudgedAnswer(stream) if stream is not None else None,
         )
         if outcome.parsed is not None:
             return _judged(state, outcome.parsed, usage)
@@ -83,8 +86,10 @@ async def judged_draft(
         level=held.level, how="unparseable"))
     if not held.can_answer:
         return Judged(held, None, usage, trail)
+    if stream is not None and stream.sent:  # the unread reply's sentences went out: no more
+        stream.hold = True
     reply = await ask_model(model, plain, state=state, ctx=ctx, spent=usage,
-                            max_tokens=ctx.answer_max_tokens)
+                            max_tokens=ctx.answer_max_tokens, on_chunk=stream)
     add_usage(usage, reply.usage)
     if reply.message is None:
         warnings, fallback = FALLBACK.report(state, exhausted=reply.exhausted,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from grounded_agent.context import Context
@@ -19,7 +20,14 @@ from grounded_agent.nodes._reply import (
     weak,
 )
 from grounded_agent.schemas import Citation, Confidence
-from grounded_agent.state import AgentState, turn_of
+from grounded_agent.state import AgentState, fresh, turn_of
+from grounded_agent.streaming import (
+    answer_sentences,
+    emit_rest,
+    final_result,
+    removed_count,
+    result_event,
+)
 from grounded_agent.untrusted.display import shown_answer
 
 MAX_CLOSEST = 3
@@ -41,13 +49,18 @@ async def answer(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]
     citations: list[Citation] = list(draft.get("citations") or [])
     text = str(draft.get("text") or "")
     warnings = source_warnings(state, reports)
+    write = runtime.stream_writer
     if text and citations:
         status = "partial" if failed else (
             "answered_with_caveat" if weak(ctx, confidence, citations) else "answered")
         lines, told = notes(ctx, confidence, citations, failed, worked)
-        text = "\n\n".join([text, *lines])
+        # the answer is the sentences streamed and the ones emitted now, as they were shown
+        shown = emit_rest(write, answer_sentences(draft, text, citations), citations,
+                          list(draft.get("streamed") or []), removed_count(state))
+        text = "\n\n".join([" ".join(shown), *lines])
         warnings += told
     else:
+        emit_rest(write, [], [], [], removed_count(state))
         citations = []
         status = "unavailable" if failed else "not_found"
         text = nothing_text(question, list(state.get("queries") or []), failed, worked)
@@ -58,7 +71,7 @@ async def answer(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]
     )
     entry = step(state, "answer", status, f"{len(citations)} citation(s)", status=status,
                  stop_reason=stop_reason(state, confidence))
-    return shown_answer({  # what a document wrote reaches the user neutralised (display.py)
+    update = shown_answer({  # what a document wrote reaches the user neutralised (display.py)
         "status": status,
         "answer": text,
         "citations": citations,
@@ -69,3 +82,7 @@ async def answer(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]
         "trail": [entry],
         "history": [{"question": question, "answer": text if citations else "", "status": status}],
     })
+    if turn.get("intent") != "search_and_ask":  # else mark_coverage ends the run
+        write(result_event(final_result(state, update)))
+    # the conversation a chat front end shows: the checked answer, not the raw draft
+    return {**update, "messages": fresh([AIMessage(update["answer"])])}

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
@@ -21,6 +21,7 @@ from grounded_agent.nodes._common import ctx_of, outcomes_of, require_turn, step
 from grounded_agent.nodes._scope import scope_calls
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
 from grounded_agent.state import AgentState, turn_of
+from grounded_agent.streaming import Writer, source_event
 from grounded_agent.tools.base import SourceTool
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,9 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
     review.fixed_calls(query)  # every requested source is read, so the report says what was
     review.calls = scope_calls(review.calls, turn.get("scope"))  # the selection, in code
     thresholds = deps.thresholds(ctx)
-    outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds) for c in review.calls)))
+    write = runtime.stream_writer
+    outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds, write)
+                                           for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
     records = [
@@ -88,7 +91,6 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
                "rejected_calls": [*(turn.get("rejected_calls") or []), *review.rejected]}
     return {
         "turn": changed,
-        "messages": [*_dialog(ai_message, review.calls), *review.tool_messages],
         "queries": [query] if query not in (state.get("queries") or []) else [],
         "trail": review.trail,
         "warnings": review.warnings,
@@ -108,7 +110,6 @@ class _Review:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
-    tool_messages: list[ToolMessage] = field(default_factory=list)
     chosen: set[str] = field(default_factory=set)
 
     def model_calls(self, ai_message: AIMessage) -> None:
@@ -118,7 +119,7 @@ class _Review:
             tool = self.tools.get(name)
             reason, parsed = self._check(name, tool, dict(tc.get("args") or {}))
             if reason is not None or tool is None or parsed is None:
-                self._reject(call_id, name, reason)
+                self._reject(name, reason)
                 continue
             self.calls.append((call_id, tool, parsed))
             self.chosen.add(name)
@@ -140,16 +141,8 @@ class _Review:
             fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
             return f"invalid arguments for {name}: {fields}", None
 
-    def _reject(self, call_id: str, name: str, reason: str | None) -> None:
+    def _reject(self, name: str, reason: str | None) -> None:
         self.rejected.append({"name": name, "reason": reason, "attempt": self.attempt})
-        self.tool_messages.append(
-            ToolMessage(
-                content=f"REJECTED: {reason}. This call was not executed.",
-                tool_call_id=call_id,
-                name=name or "unknown",
-                status="error",
-            )
-        )
         self.trail.append(
             step(self.state, "call_tools", "rejected_tool_call", reason or "", tool=name)
         )
@@ -170,34 +163,17 @@ class _Review:
             self.calls.append((f"call_{uuid.uuid4().hex[:8]}", tool, args))
 
 
-async def _run(call: Call, state: AgentState, thresholds: Thresholds) -> tuple[str, ToolOutcome]:
+async def _run(
+    call: Call, state: AgentState, thresholds: Thresholds, write: Writer
+) -> tuple[str, ToolOutcome]:
     """One call within what the question has left; the tool's own layer applies its timeout,
     turns every failure into an outcome and classifies a completed read by the run's thresholds
     (the only classification: check_grounding reads the status as it is)."""
     call_id, tool, args = call
-    return call_id, await tool.run(args, budget_s=remaining_time(state), thresholds=thresholds)
-
-
-def _dialog(ai_message: AIMessage | None, calls: list[Call]) -> list[AIMessage]:
-    """The calls as one assistant turn: the model's own plus the fixed ones it left out."""
-    synthetic = AIMessage(
-        content="",
-        tool_calls=[
-            {"id": cid, "name": tool.name, "args": args.model_dump(mode="json")}
-            for cid, tool, args in calls
-        ],
-    )
-    if ai_message is None:
-        return [synthetic] if calls else []
-    made = synthetic.tool_calls
-    own = {t.get("id") for t in ai_message.tool_calls}
-    return [
-        AIMessage(
-            content=ai_message.content,
-            tool_calls=[*ai_message.tool_calls, *[tc for tc in made if tc["id"] not in own]],
-            id=ai_message.id,
-        )
-    ]
+    outcome = await tool.run(args, budget_s=remaining_time(state), thresholds=thresholds)
+    # what a client is told as each source returns: its name and status, never its passages
+    write(source_event(outcome.source, outcome.status, len(outcome.items), outcome.coverage))
+    return call_id, outcome
 
 
 def _outcome_step(state: AgentState, outcome: ToolOutcome) -> dict[str, Any]:

@@ -78,7 +78,7 @@ async def check_citations(
         f"{len(checked.citations)} citation(s) kept, {len(checked.unsupported)} sentence(s) "
         f"removed, {len(checked.removed_markers)} marker(s) removed"))
     checked_draft: Draft = {**draft, "text": checked.text, "how": how,
-                            "citations": checked.citations}
+                            "citations": checked.citations, "sentences": checked.sentences}
     return {"turn": {"draft": checked_draft}, "trail": trail, **update,
             **nonempty(usage=judgement.usage, warnings=warnings)}
 

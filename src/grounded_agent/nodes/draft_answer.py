@@ -13,18 +13,22 @@ from grounded_agent.deps import Deps
 from grounded_agent.grounding.citations import MARKER
 from grounded_agent.grounding.cite_unmarked import cite_unmarked, says_no_answer
 from grounded_agent.languages import name_of, translation_needed
-from grounded_agent.llm.calls import Fallback, ask_model
+from grounded_agent.llm.calls import Fallback, ModelReply, ask_model
 from grounded_agent.nodes._common import ctx_of, nonempty, offline_extract, require_turn, step
 from grounded_agent.nodes._judged import judged_draft
 from grounded_agent.prompts.answer import ANSWER_USER
 from grounded_agent.prompts.sources import render_sources
 from grounded_agent.schemas import Confidence, Finding
 from grounded_agent.state import AgentState, Draft, DraftHow, turn_of
+from grounded_agent.streaming import SentenceStream
 
 FALLBACK = Fallback(
     "draft_answer", "the answer was extracted from the sources", where="the answer step",
     budget_warning="answer extracted without the model", trail="extractive answer used",
 )
+
+BROKE_OFF = ("the language model's reply broke off at the answer step; the answer is what it "
+             "had written, checked")
 
 
 def format_sources(evidence: list[Finding]) -> str:
@@ -53,10 +57,13 @@ async def draft_answer(
     update: dict[str, Any] = {}
     text, replied = "", False
     how: DraftHow = "extractive"
+    # each sentence of the draft checked and emitted as it completes (streaming.py)
+    stream = SentenceStream(evidence, runtime.stream_writer, judge_after=ctx.judge_support,
+                            hold=bool(write_in) or ctx.judge_model_answers)
     if model is not None and held.get("judge"):
         judged = await judged_draft(
             state, ctx, model, messages, held.get("offline") or Confidence(),
-            plain=_messages(state, ctx, question, evidence, write_in, judge=False))
+            plain=_messages(state, ctx, question, evidence, write_in, judge=False), stream=stream)
         trail += judged.trail
         update = {"confidence": judged.confidence, **nonempty(usage=judged.usage,
                                                               warnings=judged.warnings)}
@@ -66,12 +73,11 @@ async def draft_answer(
         replied = judged.replied
         text, how = judged.text or "", "model" if replied else "extractive"
     elif model is not None:
-        reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
-                                max_tokens=ctx.answer_max_tokens)
+        reply, text = await _streamed(state, ctx, model, messages, stream)
         trail += reply.trail
         update = nonempty(usage=reply.usage, warnings=reply.warnings)
-        replied = reply.message is not None
-        text, how = reply.text, "model" if replied else "extractive"
+        replied = reply.message is not None or bool(stream.sent)
+        how = "model" if replied else "extractive"
     if how == "model" and text.strip() and not MARKER.search(text):
         text, how, entry = _unmarked(state, text, evidence)
         if how == "abstained" and ctx.judge_model_answers:
@@ -85,8 +91,24 @@ async def draft_answer(
         if state.get("language"):
             trail.append(step(state, "draft_answer", "language_not_applied",
                               "an extracted answer quotes its sources in their own language"))
-    draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in}
+    draft: Draft = {**held, "text": text, "how": how, "replied": replied, "write_in": write_in,
+                    "streamed": stream.sent}
     return {**update, "turn": {**turn_update, "draft": draft}, "trail": trail}
+
+
+async def _streamed(
+    state: AgentState, ctx: Context, model: Any, messages: list[Any], stream: SentenceStream
+) -> tuple[ModelReply, str]:
+    """The plain draft call, its reply streamed through `stream` (each sentence checked and
+    emitted once complete), and the draft's text. A reply cut off after sentences were emitted
+    stands as far as it went (checked again whole, as every draft is)."""
+    reply = await ask_model(model, messages, state=state, ctx=ctx, fallback=FALLBACK,
+                            max_tokens=ctx.answer_max_tokens, on_chunk=stream)
+    if reply.message is None and stream.sent:
+        reply.warnings = [{"kind": "model_unavailable", "detail": BROKE_OFF}]
+        reply.trail = [step(state, "draft_answer", "model_failed", BROKE_OFF)]
+        return reply, stream.text
+    return reply, reply.text
 
 
 def _unmarked(

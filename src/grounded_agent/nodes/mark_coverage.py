@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
+
+from grounded_agent.context import Context
 from grounded_agent.documents import DocumentList, coverage_text
 from grounded_agent.nodes._common import step
-from grounded_agent.state import AgentState, turn_of
+from grounded_agent.state import AgentState, fresh, turn_of
+from grounded_agent.streaming import final_result, result_event
 
 ANSWERED = ("answered", "answered_with_caveat", "partial")
 
 
-async def mark_coverage(state: AgentState) -> dict[str, Any]:
+async def mark_coverage(state: AgentState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Limited: more documents matched than the page holds, or (for an answer) some document
     of the page gave no passage to the evidence it was written from."""
     documents = DocumentList.model_validate(state.get("documents") or {})
@@ -37,8 +42,12 @@ async def mark_coverage(state: AgentState) -> dict[str, Any]:
     detail = f"answer drew on {len(used)} of {len(page_ids)} document(s) of the page; " + (
         f"{documents.total_items} matched in all"
     )
-    return {
+    update: dict[str, Any] = {
         "coverage_limited": limited,
         "answer": answer,
         "trail": [step(state, "mark_coverage", "limited" if limited else "complete", detail)],
     }
+    if answer != state.get("answer"):  # the chat's message says what the answer says
+        update["messages"] = fresh([AIMessage(answer)])
+    runtime.stream_writer(result_event(final_result(state, update)))
+    return update

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableConfig
+from langchain_core.tracers.log_stream import RunLog, RunLogPatch
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
@@ -28,6 +30,7 @@ from grounded_agent.serve.schemas import (
     input_schema_for,
 )
 from grounded_agent.store.errors import StoreError
+from grounded_agent.streaming import own_task
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -37,9 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
-
-_PUBLIC = frozenset(AgentResult.model_fields)
-"""State keys a client sees; the rest (messages, deadlines, raw outcomes) stays inside."""
 
 
 MAX_BATCH = 16
@@ -67,7 +67,7 @@ def unavailable_result(input: Any, detail: str) -> dict[str, Any]:
         trail=[TrailStep(node="thread_storage", attempt=1, decision="unavailable")],
     )
     log.warning("threaded run stopped: %s", detail)
-    return result.model_dump(mode="json")
+    return {"event": "result", **result.model_dump(mode="json")}
 
 
 class ThreadGraphs:
@@ -245,33 +245,34 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
     async def astream(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[dict[str, Any]]:
-        """Yields the public output state after each node; the last chunk is the result.
-
-        Snapshots start after the first node ran: before that, a thread's channels still hold
-        the previous turn's answer, which a client must not take for this turn's.
+        """Yields the run's events as they happen (streaming.py: `source`, `sentence`, `removed`),
+        the last one the `result`: {"event": "result", **AgentResult}. Nothing else of the run
+        leaves: no raw draft, passage, prompt or internal state.
         """
         if input.get("search") is not None:
-            yield await self._page(input["search"], config)
+            yield {"event": "result", **await self._page(input["search"], config)}
             return
         try:
             graph = await self._graph_for(config)
         except StoreError as exc:
             yield unavailable_result(input, str(exc))
             return
-        started = False
         nodes: list[str] = []
+        last: dict[str, Any] = {}
+        ended = False
+        run = graph.astream(self._question_input(input), config,
+                            stream_mode=["updates", "custom", "values"])
         try:
-            async for mode, chunk in graph.astream(
-                self._question_input(input), config, stream_mode=["updates", "values"]
-            ):
-                if mode == "updates":
-                    started = True
-                    if isinstance(chunk, dict):
-                        nodes.extend(chunk)
-                elif started and isinstance(chunk, dict):
-                    # fields the answer node has not written yet ("" status, empty answer) are
-                    # left out
-                    yield {k: v for k, v in chunk.items() if k in _PUBLIC and v not in ("", None)}
+            async for mode, chunk in own_task(run):
+                if mode == "updates" and isinstance(chunk, dict):
+                    nodes.extend(chunk)
+                elif mode == "values" and isinstance(chunk, dict):
+                    last = chunk
+                elif mode == "custom" and isinstance(chunk, dict):
+                    ended = ended or chunk.get("event") == "result"
+                    yield client_event(chunk)
+            if not ended:  # a graph of one's own (serve --graph) that sends no events
+                yield {"event": "result", **AgentResult.model_validate(last).model_dump(mode="json")}
         except (asyncio.CancelledError, GeneratorExit):
             # the client went away: the run stops here, no further node (and no model call) runs
             log.warning(
@@ -286,3 +287,33 @@ class AgentRunnable(Runnable[dict[str, Any], dict[str, Any]]):
             # the response has started (200): the run ends with an unavailable result rather
             # than an error event that would read as a server fault
             yield unavailable_result(input, str(failure))
+
+    async def astream_log(  # type: ignore[override]
+        self, input: dict[str, Any], config: RunnableConfig | None = None, *,
+        diff: bool = True, **kwargs: Any,
+    ) -> AsyncIterator[RunLogPatch | RunLog]:
+        """/agent/stream_log (the playground's route) carries what /agent/stream carries and
+        nothing more: each event as streamed output, the result as the final output. The log of
+        the graph's inner runs (prompts, passages, the raw draft) is never built."""
+        start: dict[str, Any] = {"id": str(uuid.uuid4()), "name": self.name, "type": "chain",
+                                  "streamed_output": [], "final_output": None, "logs": {}}
+        first = RunLogPatch({"op": "replace", "path": "", "value": start})
+        log_so_far = RunLog(*first.ops, state=start)  # type: ignore[arg-type]
+        yield first if diff else log_so_far
+        async for event in self.astream(input, config):
+            ops: list[dict[str, Any]] = [
+                {"op": "add", "path": "/streamed_output/-", "value": event}]
+            if event.get("event") == "result":
+                final = {k: v for k, v in event.items() if k != "event"}
+                ops.append({"op": "replace", "path": "/final_output", "value": final})
+            patch = RunLogPatch(*ops)
+            log_so_far = log_so_far + patch
+            yield patch if diff else log_so_far
+
+
+def client_event(event: dict[str, Any]) -> dict[str, Any]:
+    """A custom event as a client receives it: the result's fields at the top, so that a client
+    reading the last event's `status` reads the result's."""
+    if event.get("event") == "result":
+        return {"event": "result", **event["result"]}
+    return event
