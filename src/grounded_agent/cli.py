@@ -682,8 +682,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        run(host=args.host, port=args.port, verbose=args.verbose, graph=args.graph)
-    except ValueError as exc:  # a --graph that names no graph
+        run(host=args.host, port=args.port, verbose=args.verbose, graph=args.graph,
+            keys=args.keys)
+    except (ValueError, OSError) as exc:  # a --graph that names no graph, a keys file unusable
         print(f"grounded-agent: serve: {exc}", file=sys.stderr)
         return 2
     return 0
@@ -797,6 +798,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the LangServe endpoint")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--keys", metavar="FILE",
+        help="API keys of several principals (TOML: principal, sha256 of the key, groups; read "
+        "again when it changes); each caller's conversation threads are its own "
+        "(default: GROUNDED_AGENT_KEYS_FILE)",
+    )
     serve.add_argument(
         "--graph", metavar="MODULE:ATTRIBUTE",
         help="serve your own compiled graph (from build_graph, as in langgraph.json) instead of "

@@ -134,3 +134,19 @@ def test_serve_graph_configurable_sources_are_the_graphs(served_graph: str) -> N
             "config": {"configurable": {"sources": ["intranet"]}}})
         assert bad.status_code == 400, bad.text
         assert "unknown source(s): 'intranet'" in bad.json()["detail"]
+
+
+@pytest.mark.parametrize("content", [None, '[[keys]]\nprincipal = "alice"\nsha256 = "my-key"\n'])
+def test_serve_with_a_keys_file_it_cannot_use_says_why(content: str | None, tmp_path: Path) -> None:
+    keys = tmp_path / "keys.toml"
+    if content is not None:
+        keys.write_text(content, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "grounded_agent.cli", "serve", "--keys", str(keys),
+         "--port", str(free_port())],
+        env=_env(tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith("grounded-agent: serve: ")
+    assert ("No such file" in done.stderr) if content is None else ("64 hex digits" in done.stderr)
+    assert "my-key" not in done.stderr.replace("sha256 must", "")  # the value is never echoed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hmac
 import json
 import logging
@@ -18,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -31,6 +33,7 @@ from grounded_agent.graph.builder import RECURSION_LIMIT
 from grounded_agent.inputs import text_problem
 from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.schemas import InvalidQuestion
+from grounded_agent.serve.principals import KeyRing, Principal
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, checked_sources, error_body
 from grounded_agent.store.errors import StoreError
@@ -47,6 +50,11 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz"})
+
+SHARED_KEY = Principal(name="shared-key", sees_all=True)
+"""GROUNDED_AGENT_API_KEY's caller: one principal who sees everything."""
+ANYONE = Principal(name="anyone", sees_all=True)
+"""The caller of a server that asks for no key (on loopback, by default)."""
 """Reachable without an API key: a load balancer's probe carries none."""
 
 
@@ -66,6 +74,9 @@ class ServeSettings:
     """Endpoint limits; `from_env()` reads GROUNDED_AGENT_API_KEY, _MAX_BODY, _MAX_CONCURRENCY."""
 
     api_key: str | None = field(default=None, repr=False)
+    keys_file: Path | None = None
+    """API keys of several principals (serve/principals.py); with it, each caller's threads are
+    its own. GROUNDED_AGENT_API_KEY may stand beside it, as one principal who sees everything."""
     max_body: int = 64 * 1024
     max_concurrency: int = 64
     retry_after_s: int = 2
@@ -82,6 +93,8 @@ class ServeSettings:
             raise ValueError(f"GROUNDED_AGENT_DB_WATCH_S must be seconds, not {watch!r}") from None
         return cls(
             api_key=os.environ.get("GROUNDED_AGENT_API_KEY") or None,
+            keys_file=Path(os.environ["GROUNDED_AGENT_KEYS_FILE"]).expanduser()
+            if os.environ.get("GROUNDED_AGENT_KEYS_FILE") else None,
             max_body=_int_env("GROUNDED_AGENT_MAX_BODY", 64 * 1024),
             max_concurrency=_int_env("GROUNDED_AGENT_MAX_CONCURRENCY", 64),
             db_watch_s=every if every > 0 else None,
@@ -163,20 +176,31 @@ class GuardMiddleware:
         self.app = app
         self.settings = settings
         self.active = 0
+        self.keys = KeyRing(settings.keys_file) if settings.keys_file is not None else None
+
+    def principal(self, given: bytes) -> Principal | None:
+        """Who sent `given` as X-API-Key: the shared key's principal (sees everything), one of
+        the keys file's, anyone where neither is set; None: nobody (401)."""
+        key = self.settings.api_key
+        if key is not None and given and hmac.compare_digest(given, key.encode("utf-8")):
+            return SHARED_KEY
+        if self.keys is not None:
+            return self.keys.principal_for(given)
+        return ANYONE if key is None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
-        key = self.settings.api_key
-        if key is not None:
-            given = headers.get("x-api-key", b"")
-            if not hmac.compare_digest(given, key.encode("utf-8")):
-                await _send_json(
-                    scope, send, 401, error_body("unauthorized", "missing or wrong X-API-Key header"), {}
-                )
-                return
+        principal = self.principal(headers.get("x-api-key", b""))
+        if principal is None:
+            await _send_json(
+                scope, send, 401, error_body("unauthorized", "missing or wrong X-API-Key header"), {}
+            )
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        scope["state"]["private_threads"] = self.keys is not None
         if scope["method"] not in ("POST", "PUT", "PATCH"):
             await self._run(scope, receive, send)
             return
@@ -448,6 +472,13 @@ def _config_modifier(
             raise HTTPException(
                 400, error_body("threads_disabled", "this server keeps no conversation threads")
             )
+        principal = getattr(request.state, "principal", None)
+        if sent.get("thread_id") and principal is not None and getattr(
+            request.state, "private_threads", False
+        ):
+            # each caller's threads are its own: the same id from another principal is another
+            # thread, so theirs is never continued nor read
+            sent["thread_id"] = f"{principal.namespace}:{sent['thread_id']}"
         try:  # the same checks the graph would make, but before anything runs
             ctx = context_from_config(sent, allowed=CLIENT_CONFIGURABLE)
             if sources is not None:
@@ -679,7 +710,12 @@ def load_graph(spec: str) -> Graph:
 
 
 def run(
-    host: str = "127.0.0.1", port: int = 8000, *, verbose: bool = False, graph: str | None = None
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    verbose: bool = False,
+    graph: str | None = None,
+    keys: str | None = None,
 ) -> None:
     """`grounded-agent serve`: the endpoint under uvicorn until Ctrl-C. Logs warnings (each
     shed, cancelled or failed request); -v adds uvicorn's access log and the agent's INFO."""
@@ -688,7 +724,13 @@ def run(
     import uvicorn
 
     settings = ServeSettings.from_env()
-    if settings.api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+    if keys:
+        settings = dataclasses.replace(settings, keys_file=Path(keys).expanduser())
+    if settings.keys_file is not None:  # read now: a broken file stops the start, not a request
+        KeyRing(settings.keys_file)
+    if settings.api_key is None and settings.keys_file is None and host not in (
+        "127.0.0.1", "localhost", "::1"
+    ):
         log.warning(
             "serving on %s without GROUNDED_AGENT_API_KEY: anyone who can reach it can use it",
             host,
