@@ -15,6 +15,7 @@ from typing_extensions import TypedDict, Unpack
 from grounded_agent.blocking import run_blocking
 from grounded_agent.context import Context, parse_sources
 from grounded_agent.inputs import MAX_DOC_ID_CHARS as DOC_ID_LIMIT
+from grounded_agent.principals import principal_named
 from grounded_agent.schemas import (
     AgentResult,
     InvalidQuestion,
@@ -50,6 +51,9 @@ class AskOptions(TypedDict, total=False):
     """A graph from build_graph; default: the package's `agent`."""
     thread_id: str | None
     """Conversation thread: follow-up questions see the earlier turns (checkpointed)."""
+    principal: str | None
+    """The caller, as the application authenticated it: a thread belongs to the principal that
+    started it (the same thread_id from another principal is another thread)."""
 
 
 def _inputs(question: str, options: AskOptions) -> dict[str, Any]:
@@ -69,6 +73,17 @@ def _inputs(question: str, options: AskOptions) -> dict[str, Any]:
     if options.get("thread_id") is not None:
         validate_text_id(options.get("thread_id"), "thread_id")
     return payload
+
+
+def _thread(options: AskOptions) -> str | None:
+    """The thread to run on: the caller's own where the application names its principal."""
+    thread_id, principal = options.get("thread_id"), options.get("principal")
+    if not thread_id or principal is None:
+        return thread_id
+    try:
+        return principal_named(principal).thread(thread_id)
+    except ValueError as exc:
+        raise InvalidQuestion(str(exc)) from None
 
 
 def _config(thread_id: str | None) -> RunnableConfig:
@@ -115,7 +130,7 @@ async def arun(
     """`aask` that reports each node's update to `on_step` as it happens (CLI progress), and each
     event of the run (streaming.py: a checked sentence, ...) to `on_event`."""
     payload = _inputs(question, options)
-    thread_id = options.get("thread_id")
+    thread_id = _thread(options)
     final: dict[str, Any] = {}
     async with _graph_for(options.get("graph"), thread_id) as g:
         async for mode, chunk in g.astream(
@@ -148,7 +163,7 @@ async def astream(
     the next), ("removed", ...) saying how many the check removed, and last ("result", ...) whose
     "result" is the AgentResult as JSON. No raw draft, passage or prompt is ever yielded."""
     payload = _inputs(question, options)
-    thread_id = options.get("thread_id")
+    thread_id = _thread(options)
     async with _graph_for(options.get("graph"), thread_id) as g:
         run = g.astream(
             payload,

@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import text
 
 from grounded_agent.graph.builder import build_graph
+from grounded_agent.principals import KeyRing, KeysFileError, digest, parse_keys
 from grounded_agent.serve.app import ServeSettings, create_app
-from grounded_agent.serve.principals import KeyRing, KeysFileError, digest, parse_keys
 from grounded_agent.store import KnowledgeStore
 from tests.fakes import ScriptedSource, finding, found
 from tests.support.serving import serving
@@ -141,3 +141,39 @@ class _DummyStore:
 
     async def ahealthcheck(self) -> Any:  # pragma: no cover - not called
         raise AssertionError("not called")
+
+
+async def test_python_api_threads_belong_to_the_principal_the_application_names(
+    fake_store: KnowledgeStore,
+) -> None:
+    """ask(..., principal=...): Alice's turn is in her thread; Bob's run with the same id sees an
+    empty history (his own thread), Alice's second turn sees her first. The control: without a
+    principal the id is the thread as given."""
+    from grounded_agent import InvalidQuestion, aask
+    from grounded_agent.checkpoint import open_checkpointer
+    from grounded_agent.principals import principal_named
+
+    thread = f"t-{time.monotonic_ns()}"
+    async with open_checkpointer(store=fake_store) as saver:
+        graph = build_graph(chat_model=None, tools={"knowledge_base": _kb_tool()},
+                            checkpointer=saver)
+        await aask(QUESTION, graph=graph, thread_id=thread, principal="alice")
+        await aask(QUESTION, graph=graph, thread_id=thread, principal="bob")
+        await aask(QUESTION, graph=graph, thread_id=thread, principal="alice")
+
+        async def history(thread_id: str) -> list[str]:
+            state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+            return [h["question"] for h in state.values.get("history") or []]
+
+        assert await history(principal_named("alice").thread(thread)) == [QUESTION, QUESTION]
+        assert await history(principal_named("bob").thread(thread)) == [QUESTION]
+        assert await history(thread) == []  # nothing under the id as sent
+        await aask(QUESTION, graph=graph, thread_id=thread)  # control: no principal
+        assert await history(thread) == [QUESTION]
+        with pytest.raises(InvalidQuestion, match="principal must be a name"):
+            await aask(QUESTION, graph=graph, thread_id=thread, principal="alice\nbob")
+
+
+def _kb_tool() -> Any:
+    return ScriptedSource("knowledge_base", [found("knowledge_base", finding(
+        text="The Pro plan costs 49 EUR per user per month.", title="Pricing", score=0.9))]).tool()

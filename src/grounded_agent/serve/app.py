@@ -31,9 +31,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
 from grounded_agent.graph.builder import RECURSION_LIMIT
 from grounded_agent.inputs import text_problem
+from grounded_agent.principals import KeyRing, Principal
 from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.schemas import InvalidQuestion
-from grounded_agent.serve.principals import KeyRing, Principal
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, checked_sources, error_body
 from grounded_agent.store.errors import StoreError
@@ -478,7 +478,7 @@ def _config_modifier(
         ):
             # each caller's threads are its own: the same id from another principal is another
             # thread, so theirs is never continued nor read
-            sent["thread_id"] = f"{principal.namespace}:{sent['thread_id']}"
+            sent["thread_id"] = principal.thread(sent["thread_id"])
         try:  # the same checks the graph would make, but before anything runs
             ctx = context_from_config(sent, allowed=CLIENT_CONFIGURABLE)
             if sources is not None:

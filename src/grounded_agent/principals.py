@@ -43,6 +43,17 @@ class Principal:
         thread of the same id is another thread, so for anyone else a thread does not exist."""
         return "p-" + hashlib.sha256(self.name.encode("utf-8")).hexdigest()[:20]
 
+    def thread(self, thread_id: str) -> str:
+        """`thread_id` as this principal's own thread."""
+        return f"{self.namespace}:{thread_id}"
+
+
+def principal_named(name: str) -> Principal:
+    """The principal an application authenticated, by name; ValueError for a malformed name."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError("principal must be a name of letters, digits and _ . @ - (at most 128)")
+    return Principal(name=name)
+
 
 class KeysFileError(ValueError):
     """A keys file that cannot be used; the message names the entry and the rule, never a key."""
