@@ -51,7 +51,7 @@ def parse_sources(raw: str | list[str]) -> list[SourceName]:
     if not all(isinstance(s, str) for s in given):
         raise ValueError(f"each source must be a name, such as {', '.join(SOURCE_NAMES)}")
     items = [s.strip() for s in given if s.strip()]
-    malformed = [s for s in items if not _SOURCE_NAME.fullmatch(s)]
+    malformed = [s for s in items if not is_source_name(s)]
     if malformed:
         raise ValueError(
             f"not a source name: {shown_names(malformed)}; a name is a letter, then up to 63 "
@@ -72,6 +72,20 @@ def shown_names(names: Sequence[str]) -> str:
 
 
 _SOURCE_NAME = re.compile(SOURCE_NAME_PATTERN)
+
+
+def is_source_name(name: object) -> bool:
+    """Whether `name` may name a source (SOURCE_NAME_PATTERN)."""
+    return isinstance(name, str) and _SOURCE_NAME.fullmatch(name) is not None
+
+
+def checked_sources(value: list[str] | None, known: Sequence[str]) -> list[str] | None:
+    """`value` if every name is one of `known` (a graph's sources); raises ValueError naming the
+    others and the ones there are."""
+    unknown = [s for s in value or [] if s not in known]
+    if unknown:
+        raise ValueError(f"unknown source(s): {shown_names(unknown)}; choose from {', '.join(known)}")
+    return value
 
 
 FLAGGED_DOCUMENTS = ("exclude", "include")

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
-from grounded_agent.context import Context
+from grounded_agent.context import Context, is_source_name
 from grounded_agent.errors import ModelSetupError
 from grounded_agent.grounding.judge import Judge, load_judge
 from grounded_agent.llm.calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
-from grounded_agent.schemas import SOURCE_NAME_PATTERN, SOURCE_NAMES, SourceName, Thresholds
+from grounded_agent.schemas import SOURCE_NAMES, SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def checked_tools(tools: object) -> dict[SourceName, SourceTool] | None:
         raise TypeError(f"tools must be a dict of source name to SourceTool, not {type(tools).__name__}")
     out: dict[SourceName, SourceTool] = {}
     for name, tool in tools.items():
-        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        if not is_source_name(name):
             raise ValueError(
                 f"tools: {name!r} is not a source name (a letter, then up to 63 letters, digits, "
                 "'_' or '-')"
@@ -213,9 +213,6 @@ def _wrap_hint(part: object, name: str) -> str:
         return ("; a LangChain tool returns text the agent cannot cite: wrap the retriever "
                 f"behind it with grounded_agent.sources.from_retriever(retriever, name={name!r})")
     return ""
-
-
-_TOOL_NAME = re.compile(SOURCE_NAME_PATTERN)
 
 
 def default_store() -> KnowledgeStore:

@@ -330,29 +330,16 @@ async def _scored(
     relevance: CalibratedRelevance,
 ) -> list[Finding]:
     """Findings from documents, best answer first, on the calibrated scale."""
-    if not docs:
-        return []
-    import asyncio
-
     unique: dict[str, Finding] = {}
     for doc in docs:
         finding = finding_from_document(doc, source=name, metadata_keys=keys)
         unique.setdefault(finding.key, finding)
     found = list(unique.values())
     passages = [passage_text(f.title, f.section, f.text) for f in found]
-    weights = await relevance.aterm_weights(query)
-    cosines = await asyncio.to_thread(relevance_cosines, relevance, query, passages)
     return [
         found[i].model_copy(update={"score": min(1.0, max(0.0, score))})
-        for i, score in relevance.rank(weights, passages, cosines)
+        for i, score in await relevance.arank(query, passages)
     ]
-
-
-def relevance_cosines(relevance: CalibratedRelevance, query: str, passages: list[str]) -> list[float]:
-    from grounded_agent.store.relevance import cosine_similarities
-
-    emb = relevance.embeddings
-    return cosine_similarities(emb.embed_query(query), emb.embed_documents(passages))
 
 
 def finding_from_document(
@@ -494,19 +481,13 @@ def _failure(exc: Exception) -> Failure:
     failure = classify_exception(exc)
     if failure.kind != "unknown":
         return failure
-    kind = _database_kind(exc)
-    return Failure(kind, False, type(exc).__name__) if kind else failure
+    from grounded_agent.store.errors import StoreTimeout, map_error
 
-
-def _database_kind(exc: Exception) -> Any:
-    """psycopg's and SQLAlchemy's errors by name (neither need be installed for a user's store):
-    a connection that failed is "unavailable", a cancelled statement a "timeout"."""
-    names = {t.__name__ for t in type(exc).__mro__}
-    if names & {"QueryCanceled", "QueryCanceledError"}:
-        return "timeout"
-    if names & {"OperationalError", "InterfaceError", "ConnectionFailure", "ConnectionTimeout"}:
-        return "unavailable"
-    return None
+    mapped = map_error(exc, "source")  # the database errors of a user's SQL-backed store
+    if mapped is None:
+        return failure
+    return Failure("timeout" if isinstance(mapped, StoreTimeout) else "unavailable", False,
+                   type(exc).__name__)
 
 
 class CachedEmbeddings(Embeddings):

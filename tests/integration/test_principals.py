@@ -28,9 +28,7 @@ ALICE, BOB, CAROL = "alice-key-7f3a9c", "bob-key-2d81e0", "carol-key-55b0aa"
 
 
 def _graph() -> Any:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", finding(
-        text="The Pro plan costs 49 EUR per user per month.", title="Pricing", score=0.9))])
-    return build_graph(chat_model=None, tools={"knowledge_base": kb.tool()})
+    return build_graph(chat_model=None, tools={"knowledge_base": _kb_tool()})
 
 
 def _keys_file(path: Path, *entries: tuple[str, str, list[str]]) -> Path:

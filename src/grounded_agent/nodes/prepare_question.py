@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from grounded_agent.context import Context, parse_sources, shown_names
+from grounded_agent.context import Context, checked_sources, parse_sources
 from grounded_agent.deps import Deps
 from grounded_agent.llm.calls import Fallback, ask_model
 from grounded_agent.nodes._common import ctx_of, step
@@ -89,14 +89,9 @@ def _requested(state: AgentState, ctx: Context, deps: Deps) -> list[SourceName]:
     names = [str(x) for x in raw] if raw and all(isinstance(x, str) for x in raw) else ctx.sources
     try:
         requested = parse_sources(names) if names else deps.default_sources()
+        checked_sources(requested, deps.source_names())
     except ValueError as exc:
         raise InvalidQuestion(str(exc)) from exc
-    known = deps.source_names()
-    unknown = [s for s in requested if s not in known]
-    if unknown:
-        raise InvalidQuestion(
-            f"unknown source(s): {shown_names(unknown)}; choose from {', '.join(known)}"
-        )
     return requested
 
 

@@ -28,14 +28,14 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from grounded_agent.context import CLIENT_CONFIGURABLE, context_from_config
+from grounded_agent.context import CLIENT_CONFIGURABLE, checked_sources, context_from_config
 from grounded_agent.graph.builder import RECURSION_LIMIT
 from grounded_agent.inputs import text_problem
 from grounded_agent.principals import KeyRing, Principal
 from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.schemas import InvalidQuestion
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
-from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, checked_sources, error_body
+from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
 from grounded_agent.store.errors import StoreError
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from grounded_agent.context import CLIENT_CONFIGURABLE, Context, parse_sources, shown_names
+from grounded_agent.context import CLIENT_CONFIGURABLE, Context, checked_sources, parse_sources
 from grounded_agent.documents import DocumentQuery
 from grounded_agent.schemas import (
     MAX_LANGUAGE_CHARS,
@@ -88,14 +88,6 @@ def input_schema_for(sources: Sequence[str] | None) -> type[AgentInput]:
         __validators__={"_known": field_validator("sources")(classmethod(known_only))},  # type: ignore[dict-item]
     )
     return served
-
-
-def checked_sources(value: list[str] | None, known: Sequence[str]) -> list[str] | None:
-    """`value` if every name is one of `known`; raises ValueError naming the others."""
-    unknown = [s for s in value or [] if s not in known]
-    if unknown:
-        raise ValueError(f"unknown source(s): {shown_names(unknown)}; choose from {', '.join(known)}")
-    return value
 
 
 AgentOutput = AgentResult

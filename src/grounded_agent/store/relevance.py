@@ -182,6 +182,15 @@ class CalibratedRelevance:
                        reverse=True)
         return [(i, calibrated_from(feats[i])) for i in order]
 
+    async def arank(self, query: str, texts: Sequence[str]) -> list[tuple[int, float]]:
+        """`rank` for passages read from elsewhere (a user's source): they are embedded here, in
+        a worker thread, and the query's term weights read as `aterm_weights` reads them."""
+        if not texts:
+            return []
+        weights = await self.aterm_weights(query)
+        cos = await asyncio.to_thread(self._cosines, query, texts)
+        return self.rank(weights, texts, cos)
+
     def _cosines(self, query: str, texts: Sequence[str]) -> list[float]:
         emb = self.embeddings
         return cosine_similarities(emb.embed_query(query), emb.embed_documents(list(texts)))
