@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from grounded_agent.principals import EVERYONE, Viewer, parse_groups, principal_named
 from grounded_agent.prompts.answer import (
     ANSWER_SYSTEM,
     JUDGED_ANSWER_SYSTEM,
@@ -133,6 +134,22 @@ class Context:
         metadata={
             "description": "Sources searched when the input names none; empty: the graph's "
             "default (the sources brought to build_graph, else knowledge_base)."
+        },
+    )
+    principal: str | None = field(
+        default=None,
+        metadata={
+            "description": "Who asks, as the application authenticated it (None: an application "
+            "without principals, which reads every document). A principal reads the public "
+            "documents and those of its groups, and its threads are its own. Never taken from "
+            "a remote client: the endpoint and LangGraph Server set it from the caller's key."
+        },
+    )
+    groups: list[str] | None = field(
+        default=None,
+        metadata={
+            "description": "The principal's groups: documents whose access names one of them are "
+            "read too (None with a principal: public documents only)."
         },
     )
     found_threshold: float = field(
@@ -340,6 +357,10 @@ class Context:
         if not 1 <= int(self.top_k) <= 10:
             raise ValueError("top_k must be between 1 and 10")
         self.sources = list(parse_sources(self.sources)) if self.sources else []
+        if self.principal is not None:
+            principal_named(self.principal)  # ValueError naming the rule
+        if self.groups is not None:
+            self.groups = list(parse_groups(self.groups) or ())
         for name in ("time_budget_s", "model_timeout_s"):
             if not float(getattr(self, name)) > 0:  # also refuses nan
                 raise ValueError(f"{name} must be above 0")
@@ -359,6 +380,14 @@ class Context:
         ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1")
+
+    @property
+    def viewer(self) -> Viewer:
+        """What this run's reads may return: everything without a principal or groups; with
+        them, the public documents and those of the groups."""
+        if self.principal is None and self.groups is None:
+            return EVERYONE
+        return Viewer(tuple(self.groups or ()))
 
     @property
     def thresholds(self) -> Thresholds:
@@ -382,6 +411,10 @@ class Context:
         """Attempts this run may make (max_attempts, clamped to 1..MAX_ATTEMPTS on creation)."""
         return self.max_attempts
 
+
+# Keys only the endpoint sets in config["configurable"], after it authenticated the caller (a
+# client that sends them gets a 400 there).
+SERVER_CONFIGURABLE: frozenset[str] = frozenset({"principal", "groups"})
 
 # Keys a remote client may set through config["configurable"]; prompts and budgets stay server-side.
 CLIENT_CONFIGURABLE: frozenset[str] = frozenset(

@@ -20,6 +20,9 @@ import os
 import re
 import threading
 import tomllib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,3 +136,66 @@ class KeyRing:
         if not key:
             return None
         return self._current().get(digest(key))
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Which documents a read may return. `groups` None: every document (the operator at the
+    command line, the shared key, an application that names no principal); otherwise the public
+    documents (no access list) and those whose access list shares a group with `groups`."""
+
+    groups: tuple[str, ...] | None = None
+
+    @property
+    def sees_all(self) -> bool:
+        return self.groups is None
+
+    def sees(self, access: Sequence[str] | None) -> bool:
+        """Whether a document with this access list is visible (None: public)."""
+        if self.groups is None or access is None:
+            return True
+        return bool(set(access) & set(self.groups))
+
+
+EVERYONE = Viewer()
+"""The viewer who sees every document."""
+
+_VIEWER: ContextVar[Viewer] = ContextVar("grounded_agent_viewer", default=EVERYONE)
+
+
+def viewer_for(principal: Principal) -> Viewer:
+    return EVERYONE if principal.sees_all else Viewer(principal.groups)
+
+
+def current_viewer() -> Viewer:
+    """The viewer of the read in progress (set by the graph around its source calls, so a source
+    brought by the user can filter by it too); everyone outside a run."""
+    return _VIEWER.get()
+
+
+@contextmanager
+def reading_as(viewer: Viewer) -> Iterator[Viewer]:
+    """Runs the block's reads (and the tasks it starts) as `viewer`."""
+    token = _VIEWER.set(viewer)
+    try:
+        yield viewer
+    finally:
+        _VIEWER.reset(token)
+
+
+def parse_groups(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """Groups from a comma-separated text or a list; ValueError naming the rule for a bad name."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError("groups must be names")
+        name = item.strip()
+        if not name:
+            continue
+        if not _NAME.match(name):
+            raise ValueError("a group must be a name of letters, digits and _ . @ - (at most 128)")
+        out.append(name)
+    return tuple(dict.fromkeys(out))

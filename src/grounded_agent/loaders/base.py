@@ -27,7 +27,9 @@ Format = Literal["markdown", "text", "pdf", "docx", "html"]
 SIDECAR_SUFFIX = ".meta.yaml"
 """`report.pdf.meta.yaml` beside `report.pdf` overrides the metadata the file itself holds."""
 
-METADATA_KEYS = ("id", "title", "version", "source_url", "document_date", "is_active", "language")
+METADATA_KEYS = (
+    "id", "title", "version", "source_url", "document_date", "is_active", "language", "access"
+)
 """The keys of Markdown front matter and of a sidecar (plus aliases and extra keys)."""
 
 MAX_FRONT_MATTER_BYTES = 64 * 1024
@@ -63,7 +65,32 @@ _KNOWN_KEYS = {
     "is_active",
     "language",
     "page",
+    "access",
 }
+
+Access = tuple[str, ...] | Literal["public"]
+"""Who may read a document: "public" (everyone) or its groups (empty: only principals who see
+everything, "private")."""
+
+
+def parse_access(value: Any, key: str = "access") -> Access:
+    """An access declaration: "public", "private", a group, groups separated by commas, or a
+    list of groups; IngestError naming the rule (never the value) otherwise."""
+    from grounded_agent.principals import parse_groups
+
+    if isinstance(value, str) and value.strip().lower() in ("public", "private"):
+        return "public" if value.strip().lower() == "public" else ()
+    if isinstance(value, str) or (
+        isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    ):
+        try:
+            groups = parse_groups(value)
+        except ValueError as exc:
+            raise IngestError(f"invalid {key}: {exc}") from None
+        if not groups:
+            raise IngestError(f"invalid {key}: name groups, or say public or private")
+        return groups
+    raise IngestError(f"invalid {key}: use public, private, a group or a list of groups")
 
 
 class IngestError(Exception):
@@ -105,6 +132,8 @@ class SourceDocument:
     language: str | None = None
     declared_active: bool | None = None
     page: int | None = None
+    access: Access | None = None
+    """Who may read it, as the document declares (None: it declares nothing)."""
     extra: dict[str, Any] = field(default_factory=dict)
     sections: list[Section] | None = None
     source_path: str | None = None
@@ -323,6 +352,7 @@ def document_from_meta(
     _check("source_url", source_url, url_problem)
     language = (opt_str(meta.get("language")) or "").lower() or None
     _check("language", language, language_problem)
+    access = parse_access(meta["access"]) if meta.get("access") is not None else None
     return SourceDocument(
         doc_id=doc_id,
         title=heading_text(title or doc_id),
@@ -335,6 +365,7 @@ def document_from_meta(
         language=language,
         declared_active=parse_bool(meta.get("is_active")),
         page=page_no,
+        access=access,
         extra={k: v for k, v in meta.items() if k not in _KNOWN_KEYS and v is not None},
         sections=sections,
         notes=notes,

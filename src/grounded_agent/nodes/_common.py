@@ -11,10 +11,12 @@ from langgraph.runtime import Runtime
 
 from grounded_agent.context import (
     CLIENT_CONFIGURABLE,
+    SERVER_CONFIGURABLE,
     Context,
     context_from_config,
 )
 from grounded_agent.grounding.extractive import extractive_draft
+from grounded_agent.principals import EVERYONE, Viewer
 from grounded_agent.schemas import Finding, ToolOutcome
 from grounded_agent.state import turn_of
 from grounded_agent.trail import step as step
@@ -28,11 +30,39 @@ def ctx_of(runtime: Runtime[Context] | None) -> Context:
         return ctx
     if isinstance(ctx, dict):
         return context_from_config(ctx)
+    return context_from_config(_configurable(), allowed=CLIENT_CONFIGURABLE | SERVER_CONFIGURABLE)
+
+
+def _configurable() -> dict[str, Any]:
     try:
-        configurable = get_config().get("configurable") or {}
+        return dict(get_config().get("configurable") or {})
     except RuntimeError:  # outside a runnable context
-        configurable = {}
-    return context_from_config(configurable, allowed=CLIENT_CONFIGURABLE)
+        return {}
+
+
+def viewer_of(ctx: Context) -> Viewer:
+    """What this run's reads may return. Under LangGraph Server with the project's
+    authentication (serve/langgraph_auth.py) the authenticated user decides, whatever the run's
+    context says (a client may set that); elsewhere the Context's principal and groups, which the
+    endpoint sets from the caller's key and a Python application from its own users."""
+    user = _configurable().get("langgraph_auth_user")
+    if user is not None:
+        sees_all, groups = _user_field(user, "sees_all"), _user_field(user, "groups")
+        if sees_all is not None or groups is not None:
+            if sees_all is True:
+                return EVERYONE
+            return Viewer(tuple(str(g) for g in (groups or ())))
+    return ctx.viewer
+
+
+def _user_field(user: Any, name: str) -> Any:
+    """A field of LangGraph's authenticated user (a mapping or an object, by version)."""
+    if isinstance(user, Mapping):
+        return user.get(name)
+    try:
+        return user[name]
+    except (KeyError, TypeError, IndexError):
+        return getattr(user, name, None)
 
 
 def offline_extract(draft: Mapping[str, Any], question: str, evidence: list[Finding]) -> str:

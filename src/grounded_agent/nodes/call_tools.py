@@ -17,8 +17,9 @@ from pydantic import BaseModel, ValidationError
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.llm.calls import remaining_time
-from grounded_agent.nodes._common import ctx_of, outcomes_of, require_turn, step
+from grounded_agent.nodes._common import ctx_of, outcomes_of, require_turn, step, viewer_of
 from grounded_agent.nodes._scope import scope_calls
+from grounded_agent.principals import reading_as
 from grounded_agent.schemas import SourceName, Thresholds, ToolCallRecord, ToolOutcome
 from grounded_agent.state import AgentState, turn_of
 from grounded_agent.streaming import Writer, source_event
@@ -79,8 +80,11 @@ async def call_tools(state: AgentState, runtime: Runtime[Context], *, deps: Deps
     review.calls = scope_calls(review.calls, turn.get("scope"))  # the selection, in code
     thresholds = deps.thresholds(ctx)
     write = runtime.stream_writer
-    outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds, write)
-                                           for c in review.calls)))
+    # every source reads as the caller: the knowledge base filters by its groups in SQL, and a
+    # source brought by the user can read `principals.current_viewer()` to do the same
+    with reading_as(viewer_of(ctx)):
+        outcomes.extend(await asyncio.gather(*(_run(c, state, thresholds, write)
+                                               for c in review.calls)))
     for _, outcome in outcomes:
         review.trail.append(_outcome_step(state, outcome))
     records = [

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from grounded_agent.context import Context
 from grounded_agent.deps import Deps
 from grounded_agent.documents import DocumentQuery, no_selection_text
-from grounded_agent.nodes._common import step
+from grounded_agent.nodes._common import ctx_of, step, viewer_of
 from grounded_agent.state import turn_of
 from grounded_agent.store.pages import read_page
 
@@ -26,8 +26,12 @@ async def search_documents(
     state: Mapping[str, Any], runtime: Runtime[Context], *, deps: Deps
 ) -> dict[str, Any]:
     query = DocumentQuery.model_validate(state.get("search") or {})
+    ctx = ctx_of(runtime)
     store = await asyncio.to_thread(deps.get_store)
-    fields = await read_page(store, query)
+    # a listing follows the rule answers follow: what the caller may read, flagged documents
+    # left out unless the run includes them
+    fields = await read_page(store, query, viewer=viewer_of(ctx),
+                             exclude_flagged=ctx.flagged_documents == "exclude")
     documents = fields.get("documents") or {}
     items = list(documents.get("items") or [])
     detail = (

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 from sqlalchemy import text
 
+from grounded_agent.principals import EVERYONE, Viewer
+from grounded_agent.store.access import access_sql
 from grounded_agent.store.writes import ACTIVATE_LATEST
 
 if TYPE_CHECKING:
@@ -55,6 +57,11 @@ class DocumentVersion(BaseModel):
         description="Why the ingest-time screening flagged it (screening.py); empty: not flagged. "
         "A flagged document stays out of answers unless GROUNDED_AGENT_FLAGGED_DOCUMENTS=include.",
     )
+    access: list[str] | None = Field(
+        default=None,
+        description="The groups that may read it; None: everyone; empty: only principals who "
+        "see everything.",
+    )
 
 
 class ChunkInfo(BaseModel):
@@ -87,13 +94,14 @@ class KnownVersion:
     content_hash: str
     source_path: str | None
     removed: bool
+    access: tuple[str, ...] | None = None
 
 
 _LIST = f"""SELECT doc_id, version, max(title), bool_or(is_active), count(*), max(page),
   max(document_date), max(indexed_at), max(language), max(source_url),
   bool_or({_REMOVED}), bool_and({_DECLARED}),
   max(langchain_metadata->>'source_path'), max(langchain_metadata->>'format'),
-  max(langchain_metadata->>'flagged')
+  max(langchain_metadata->>'flagged'), max(access)
 FROM "{{t}}" {{where}} GROUP BY doc_id, version {{having}}
 ORDER BY doc_id, max(document_date) DESC NULLS LAST, max(indexed_at) DESC"""
 
@@ -117,6 +125,7 @@ def _version(row: Any) -> DocumentVersion:
         source_path=row[12],
         format=row[13],
         flagged=_reasons(row[14]),
+        access=None if row[15] is None else [str(g) for g in row[15]],
     )
 
 
@@ -132,34 +141,42 @@ def _reasons(raw: Any) -> list[str]:
 
 
 async def list_documents(
-    engine: AsyncEngine, table: str, *, all_versions: bool = False
+    conn: AsyncConnection, table: str, *, all_versions: bool = False, viewer: Viewer = EVERYONE
 ) -> list[DocumentVersion]:
-    """The searched version of each document, or every version of every document."""
-    sql = _LIST.format(t=table, where="", having="" if all_versions else "HAVING bool_or(is_active)")
-    async with engine.connect() as conn:
-        rows = (await conn.execute(text(sql))).all()
+    """The searched version of each document the viewer may read, or every version of every
+    such document; `conn` is a read transaction as the viewer (store/access.py)."""
+    seen, params = access_sql(viewer)
+    sql = _LIST.format(t=table, where=f"WHERE {seen}",
+                       having="" if all_versions else "HAVING bool_or(is_active)")
+    rows = (await conn.execute(text(sql), params)).all()
     return [_version(r) for r in rows]
 
 
-async def get_document(engine: AsyncEngine, table: str, doc_id: str) -> DocumentDetail | None:
-    async with engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                text(_LIST.format(t=table, where="WHERE doc_id = :id", having="")), {"id": doc_id}
-            )
-        ).all()
-        if not rows:
-            return None
-        chunks = (
-            await conn.execute(
-                text(
-                    f'SELECT version, chunk_index, section, page, length(content), '
-                    f'left(content, 120) FROM "{table}" WHERE doc_id = :id '
-                    "ORDER BY max(indexed_at) OVER (PARTITION BY version) DESC, chunk_index"
-                ),
-                {"id": doc_id},
-            )
-        ).all()
+async def get_document(
+    conn: AsyncConnection, table: str, doc_id: str, *, viewer: Viewer = EVERYONE
+) -> DocumentDetail | None:
+    """Every version of `doc_id` the viewer may read and their chunks; None when there is none
+    (a document the viewer may not read does not exist for it)."""
+    seen, params = access_sql(viewer)
+    params["id"] = doc_id
+    rows = (
+        await conn.execute(
+            text(_LIST.format(t=table, where=f"WHERE doc_id = :id AND {seen}", having="")),
+            params,
+        )
+    ).all()
+    if not rows:
+        return None
+    chunks = (
+        await conn.execute(
+            text(
+                f'SELECT version, chunk_index, section, page, length(content), '
+                f'left(content, 120) FROM "{table}" WHERE doc_id = :id AND {seen} '
+                "ORDER BY max(indexed_at) OVER (PARTITION BY version) DESC, chunk_index"
+            ),
+            params,
+        )
+    ).all()
     return DocumentDetail(
         doc_id=doc_id,
         versions=[_version(r) for r in rows],
@@ -196,15 +213,24 @@ async def _active_chunks(conn: AsyncConnection, table: str, doc_id: str) -> int:
 
 
 async def remove_versions(
-    engine: AsyncEngine, table: str, doc_id: str, versions: Collection[str | None] | None = None
+    engine: AsyncEngine,
+    table: str,
+    doc_id: str,
+    versions: Collection[str | None] | None = None,
+    *,
+    viewer: Viewer = EVERYONE,
 ) -> Removal | None:
-    """Marks the given versions of `doc_id` (all of them by default) removed, in one transaction;
-    the latest version left, if any, becomes the active one. None when no such document."""
+    """Marks the given versions of `doc_id` (all of them by default) that the viewer may read
+    removed, in one transaction; the latest version left, if any, becomes the active one. None
+    when no such document (or none the viewer may read)."""
+    seen, seen_params = access_sql(viewer)
     async with engine.begin() as conn:
         await _lock(conn, table, doc_id)
         before = await _active_chunks(conn, table, doc_id)
-        where = "doc_id = :id"
-        params: dict[str, object] = {"id": doc_id, "patch": json.dumps({"removed": True})}
+        where = f"doc_id = :id AND {seen}"
+        params: dict[str, object] = {
+            "id": doc_id, "patch": json.dumps({"removed": True}), **seen_params
+        }
         if versions is not None:
             named = [v for v in versions if v is not None]
             where += " AND (version = ANY(:versions)" + (
@@ -221,7 +247,8 @@ async def remove_versions(
         marked = {r[0] for r in res.all()}
         exists = marked or (
             await conn.execute(
-                text(f'SELECT 1 FROM "{table}" WHERE doc_id = :id LIMIT 1'), {"id": doc_id}
+                text(f'SELECT 1 FROM "{table}" WHERE doc_id = :id AND {seen} LIMIT 1'),
+                {"id": doc_id, **seen_params},
             )
         ).first()
         if not exists:
@@ -240,13 +267,19 @@ async def known_versions(
             await conn.execute(
                 text(
                     "SELECT doc_id, version, max(content_hash), "
-                    f"max(langchain_metadata->>'source_path'), bool_or({_REMOVED}) "
+                    f"max(langchain_metadata->>'source_path'), bool_or({_REMOVED}), max(access), "
+                    "bool_or(access IS NULL) "
                     f'FROM "{table}" WHERE doc_id = ANY(:ids) GROUP BY doc_id, version'
                 ),
                 {"ids": list(doc_ids)},
             )
         ).all()
-    return {(str(r[0]), r[1]): KnownVersion(str(r[2]), r[3], bool(r[4])) for r in rows}
+    return {
+        (str(r[0]), r[1]): KnownVersion(
+            str(r[2]), r[3], bool(r[4]), None if r[6] else tuple(r[5] or ())
+        )
+        for r in rows
+    }
 
 
 async def touch_version(

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from grounded_agent.documents import SNIPPET_CHARS, DocumentItem, DocumentList, DocumentQuery
+from grounded_agent.principals import EVERYONE, Viewer
+from grounded_agent.store.access import access_sql
 from grounded_agent.store.records import FTS_CONFIGS, fts_config
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 HEADLINE_OPTIONS = 'MaxWords=35, MinWords=12, ShortWord=3, MaxFragments=1, StartSel="", StopSel=""'
 
@@ -58,12 +60,18 @@ def match_sql(alias: str = "") -> str:
     return f"({p}fts @@ q.tq OR {id_words_sql(p + 'doc_id')} @@ q.tq)"
 
 
-def filter_sql(query: DocumentQuery, alias: str = "") -> tuple[str, dict[str, Any]]:
-    """Active rows within the language and the date range; date_to counts its whole day (the
-    bound is the start of the next day)."""
+def filter_sql(
+    query: DocumentQuery, alias: str = "", *, viewer: Viewer = EVERYONE,
+    exclude_flagged: bool = False,
+) -> tuple[str, dict[str, Any]]:
+    """Active rows the viewer may read within the language and the date range; date_to counts
+    its whole day (the bound is the start of the next day). `exclude_flagged`: documents the
+    ingest-time screening flagged are not listed either (the same rule as for answers)."""
     p = f"{alias}." if alias else ""
-    clauses = [f"{p}is_active"]
-    params: dict[str, Any] = {}
+    seen, params = access_sql(viewer, alias)
+    clauses = [f"{p}is_active", seen]
+    if exclude_flagged:
+        clauses.append(f"({p}langchain_metadata->>'flagged') IS NULL")
     if query.language:
         clauses.append(f"lower({p}language) = :language")
         params["language"] = query.language
@@ -76,10 +84,12 @@ def filter_sql(query: DocumentQuery, alias: str = "") -> tuple[str, dict[str, An
     return " AND ".join(clauses), params
 
 
-def page_sql(table: str, query: DocumentQuery) -> tuple[str, dict[str, Any]]:
+def page_sql(
+    table: str, query: DocumentQuery, *, viewer: Viewer = EVERYONE, exclude_flagged: bool = False
+) -> tuple[str, dict[str, Any]]:
     """One statement: the matching documents (one row each, its active version), the requested
     page of them in a total order, a snippet per document, and the total count on every row."""
-    where, params = filter_sql(query)
+    where, params = filter_sql(query, viewer=viewer, exclude_flagged=exclude_flagged)
     t = f'"{table}"'
     cfg = config_case("c.language")
     if query.text:
@@ -124,9 +134,11 @@ def page_sql(table: str, query: DocumentQuery) -> tuple[str, dict[str, Any]]:
     return sql, params
 
 
-def count_sql(table: str, query: DocumentQuery) -> tuple[str, dict[str, Any]]:
+def count_sql(
+    table: str, query: DocumentQuery, *, viewer: Viewer = EVERYONE, exclude_flagged: bool = False
+) -> tuple[str, dict[str, Any]]:
     """How many documents match (asked only when the page came back empty)."""
-    where, params = filter_sql(query)
+    where, params = filter_sql(query, viewer=viewer, exclude_flagged=exclude_flagged)
     if query.text:
         params["text"] = query.text
         return (
@@ -144,18 +156,27 @@ def _snippet(raw: str | None) -> str:
     return flat[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
-async def search_documents(engine: AsyncEngine, table: str, query: DocumentQuery) -> DocumentList:
-    """One page of the active documents that match `query`."""
-    sql, params = page_sql(table, query)
-    async with engine.connect() as conn:
-        rows = (await conn.execute(text(sql), params)).all()
-        if rows:
-            total = int(rows[0][-1])
-        elif query.page > 1:
-            count, cparams = count_sql(table, query)
-            total = int((await conn.execute(text(count), cparams)).scalar() or 0)
-        else:
-            total = 0
+async def search_documents(
+    conn: AsyncConnection,
+    table: str,
+    query: DocumentQuery,
+    *,
+    viewer: Viewer = EVERYONE,
+    exclude_flagged: bool = False,
+) -> DocumentList:
+    """One page of the active documents that match `query` and that the viewer may read; `conn`
+    is a read transaction as the viewer (store/access.py)."""
+    sql, params = page_sql(table, query, viewer=viewer, exclude_flagged=exclude_flagged)
+    rows = (await conn.execute(text(sql), params)).all()
+    if rows:
+        total = int(rows[0][-1])
+    elif query.page > 1:
+        count, cparams = count_sql(
+            table, query, viewer=viewer, exclude_flagged=exclude_flagged
+        )
+        total = int((await conn.execute(text(count), cparams)).scalar() or 0)
+    else:
+        total = 0
     items = [
         DocumentItem(
             doc_id=str(r[0]),

@@ -30,12 +30,14 @@ from pydantic import BaseModel, Field
 from grounded_agent.inputs import text_problem
 from grounded_agent.loaders import SUFFIXES, iter_files, load_file
 from grounded_agent.loaders.base import (
+    Access,
     FileError,
     IngestError,
     Section,
     SourceDocument,
     document_from_meta,
     heading_text,
+    parse_access,
     parse_bool,
     parse_date,
     parse_front_matter,
@@ -75,6 +77,9 @@ class IngestReport(BaseModel):
     replaced: int = Field(0, description="Document versions whose earlier chunks were replaced.")
     deactivated: int = Field(0, description="Older versions no longer searched.")
     restored: int = Field(0, description="Removed versions brought back by reading their file.")
+    access_changed: int = Field(
+        0, description="Unchanged documents whose access list changed (changed in place)."
+    )
     removed: int = Field(
         0, description="With sync: versions whose file is gone from the directory, now removed."
     )
@@ -282,9 +287,34 @@ def refuse_unstorable(doc: SourceDocument) -> None:
                 raise IngestError(f"{where} {problem}; PostgreSQL cannot store it")
 
 
-def to_record(doc: SourceDocument) -> DocumentRecord:
+def resolve_access(declared: Access | None, given: Access | None) -> tuple[str, ...] | None:
+    """Who may read a document: what it declares, else what the ingest was given (--access),
+    else GROUNDED_AGENT_DEFAULT_ACCESS (public unless set); None: everyone."""
+    chosen = declared if declared is not None else given
+    if chosen is None:
+        chosen = default_access()
+    return None if chosen == "public" else tuple(chosen)
+
+
+def default_access() -> Access:
+    """GROUNDED_AGENT_DEFAULT_ACCESS: what a document that declares nothing gets (public,
+    private, or groups); ValueError naming the setting when it is malformed."""
+    raw = os.environ.get(DEFAULT_ACCESS_ENV, "").strip()
+    if not raw:
+        return "public"
+    try:
+        return parse_access(raw, DEFAULT_ACCESS_ENV)
+    except IngestError as exc:
+        raise ValueError(str(exc)) from None
+
+
+DEFAULT_ACCESS_ENV = "GROUNDED_AGENT_DEFAULT_ACCESS"
+
+
+def to_record(doc: SourceDocument, access: Access | None = None) -> DocumentRecord:
     """The record of a document read (its text and metadata cleaned by the loader): screened,
-    then stored without the prompt elements the screening found (`drop_prompt_elements`)."""
+    then stored without the prompt elements the screening found (`drop_prompt_elements`).
+    `access`: who may read it where the document declares nothing (`resolve_access`)."""
     refuse_unstorable(doc)
     reasons = screen(doc)
     if reasons:
@@ -307,6 +337,7 @@ def to_record(doc: SourceDocument) -> DocumentRecord:
         document_date=doc.document_date,
         language=doc.language,
         declared_active=doc.declared_active,
+        access=resolve_access(doc.access, access),
         extra={**doc.extra, **where},
     )
 
@@ -333,7 +364,9 @@ Read = tuple[str, str | None, DocumentRecord]
 """(origin, absolute path of its file, record) of one document read."""
 
 
-def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], set[str], list[str]]:
+def _read_files(
+    roots: list[Path], report: IngestReport, access: Access | None
+) -> tuple[list[Read], set[str], list[str]]:
     """Reads every file (errors go to `report`): the documents read, the files read with an error
     (--sync keeps their documents), and the directories among `roots` as path prefixes."""
     records: list[Read] = []
@@ -362,7 +395,7 @@ def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], se
             failed_files.add(os.path.abspath(path))
         for doc in docs:
             try:
-                record = to_record(doc)
+                record = to_record(doc, access)
             except IngestError as exc:
                 report.errors.append(FileError(file=doc.origin, reason=str(exc)))
                 failed_files.add(doc.source_path or os.path.abspath(path))
@@ -378,23 +411,34 @@ def _read_files(roots: list[Path], report: IngestReport) -> tuple[list[Read], se
 
 
 async def aingest_paths(
-    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool = False, sync: bool = False
+    paths: Sequence[Path],
+    store: KnowledgeStore,
+    *,
+    progress: bool = False,
+    sync: bool = False,
+    access: Access | None = None,
 ) -> IngestReport:
     """Ingests files and directories into `store`; see `ingest_paths`. One ingestion per
     knowledge base at a time: a second one waits, then skips what the first wrote instead of
     embedding it again."""
     async with store.aingest_lock():
-        return await _aingest(paths, store, progress=progress, sync=sync)
+        return await _aingest(paths, store, progress=progress, sync=sync, access=access)
 
 
 async def _aingest(
-    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool, sync: bool
+    paths: Sequence[Path],
+    store: KnowledgeStore,
+    *,
+    progress: bool,
+    sync: bool,
+    access: Access | None,
 ) -> IngestReport:
     started = time.perf_counter()
     report = IngestReport()
     roots = [Path(p) for p in paths]
+    default_access()  # a malformed setting stops the ingest before anything is read
     # reading and parsing (PDFs especially) is blocking work: off the event loop
-    records, failed_files, sync_dirs = await asyncio.to_thread(_read_files, roots, report)
+    records, failed_files, sync_dirs = await asyncio.to_thread(_read_files, roots, report, access)
 
     if records or sync:  # table creation (first run) may load the model: timed in neither bucket
         await store.aensure_schema()
@@ -406,17 +450,23 @@ async def _aingest(
     report.database_seconds += time.perf_counter() - t0
     pending: list[Read] = []
     touch: list[Read] = []
+    regroup: list[DocumentRecord] = []
     for origin, source, rec in records:
         stored = known.get((rec.doc_id, rec.version))
         if stored is not None and stored.content_hash == rec.content_hash:
             report.skipped += 1
             if stored.removed or (source is not None and stored.source_path != source):
                 touch.append((origin, source, rec))
+            if stored.access != rec.access:  # who may read it changed, its text did not
+                regroup.append(rec)
         else:
             pending.append((origin, source, rec))
     t0 = time.perf_counter()
     for _, source, rec in touch:  # unchanged, but moved or removed earlier: no embedding needed
         report.restored += await store.atouch_version(rec.doc_id, rec.version, source)
+    for rec in regroup:  # the same text with another access list: changed in place
+        await store.aset_access(rec.doc_id, rec.access, [rec.version])
+        report.access_changed += 1
     report.database_seconds += time.perf_counter() - t0
 
     batch = max(1, store.settings.embed_batch_size)
@@ -512,7 +562,12 @@ async def _sync_directory(
 
 
 def ingest_paths(
-    paths: Sequence[Path], store: KnowledgeStore, *, progress: bool = False, sync: bool = False
+    paths: Sequence[Path],
+    store: KnowledgeStore,
+    *,
+    progress: bool = False,
+    sync: bool = False,
+    access: Access | None = None,
 ) -> IngestReport:
     """Ingests files and directories into the store: Markdown and text (.md, .markdown, .txt),
     JSON Lines (.jsonl), PDF (.pdf), Word (.docx) and HTML (.html, .htm).
@@ -521,8 +576,13 @@ def ingest_paths(
     reached raises StoreUnavailable (nothing was reported as done that was not). With `sync`,
     document versions ingested earlier from files under a directory in `paths` that this run did
     not read (the file was deleted, or its version changed) are removed: no longer searched.
+    `access` ("public", or groups; empty: private): who may read the documents that declare no
+    `access` of their own (default: GROUNDED_AGENT_DEFAULT_ACCESS, else public). An unchanged
+    document whose access changed is changed in place, without embedding it again.
     """
-    return store.run_sync(aingest_paths(paths, store, progress=progress, sync=sync))
+    return store.run_sync(
+        aingest_paths(paths, store, progress=progress, sync=sync, access=access)
+    )
 
 
 __all__ = [
@@ -544,6 +604,7 @@ __all__ = [
     "iter_files",
     "load_file",
     "markdown_sections",
+    "parse_access",
     "parse_bool",
     "parse_date",
     "parse_front_matter",

@@ -10,6 +10,7 @@ from grounded_agent.documents import DocumentList, DocumentQuery, listing_text
 from grounded_agent.untrusted.display import shown_documents
 
 if TYPE_CHECKING:
+    from grounded_agent.principals import Viewer
     from grounded_agent.store import KnowledgeStore
 
 log = logging.getLogger(__name__)
@@ -56,12 +57,20 @@ def error_kind_of(exc: Exception) -> str:
     return "timeout" if isinstance(exc, StoreTimeout | TimeoutError) else "unavailable"
 
 
-async def read_page(store: KnowledgeStore, query: DocumentQuery) -> dict[str, Any]:
+async def read_page(
+    store: KnowledgeStore,
+    query: DocumentQuery,
+    *,
+    viewer: Viewer | None = None,
+    exclude_flagged: bool = False,
+) -> dict[str, Any]:
     """One page as result fields; a store that fails gives `unavailable`, never an empty page."""
     from grounded_agent.store.errors import StoreError
 
     try:
-        documents = await store.asearch_documents(query)
+        documents = await store.asearch_documents(
+            query, viewer=viewer, exclude_flagged=exclude_flagged
+        )
     except (StoreError, TimeoutError) as exc:
         return search_fields(query, None, error_kind_of(exc))
     return search_fields(query, documents)

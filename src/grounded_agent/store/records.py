@@ -21,6 +21,7 @@ METADATA_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("language", "TEXT", True),
     ("chunk_index", "INTEGER", False),
     ("content_hash", "TEXT", False),
+    ("access", "TEXT[]", True),
 )
 METADATA_COLUMN_NAMES = [name for name, _, _ in METADATA_COLUMNS]
 
@@ -109,6 +110,8 @@ class DocumentRecord:
     document_date: date | None = None
     language: str | None = None
     declared_active: bool | None = None
+    access: tuple[str, ...] | None = None
+    """The groups that may read it (None: everyone; empty: only those who see everything)."""
     extra: dict[str, Any] = field(default_factory=dict)
     embeddings: list[list[float]] = field(default_factory=list)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from langchain_core.embeddings import Embeddings
 from sqlalchemy import text
 
+from grounded_agent.store import access
 from grounded_agent.store.records import METADATA_COLUMNS, fts_config, passage_text
 from grounded_agent.store.writes import bump_terms
 
@@ -49,9 +50,10 @@ async def prepare_tables(
     table: str,
     terms_table: str,
     embeddings: Embeddings,
-) -> None:
+) -> str | None:
     """Creates the chunk table, its indexes and its term statistics if absent, or upgrades an
-    older table; serialised across processes by an advisory lock."""
+    older table; serialised across processes by an advisory lock. Returns the role reads run as
+    (None: row-level security could not be set up, see store/access.py)."""
     async with engine.connect() as conn:
         await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
         try:
@@ -66,6 +68,13 @@ async def prepare_tables(
             else:
                 await add_fulltext(conn, table, terms_table)
                 await conn.commit()
+            await conn.execute(text(f'ALTER TABLE "{table}" ADD COLUMN IF NOT EXISTS access text[]'))
+            await conn.commit()
+            role = await access.reader_role(conn, table)
+            if role is None:
+                role = await access.secure_table(conn, table, terms_table)
+            await conn.commit()
+            return role
         finally:
             await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _SCHEMA_LOCK_KEY})
             await conn.commit()

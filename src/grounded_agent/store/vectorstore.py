@@ -2,8 +2,9 @@
 
 A thin facade over one module per concern: `errors` (timeouts and database errors, on the
 process loop of `grounded_agent.blocking`), `schema` (tables and upgrades), `writes` (document versions, term statistics)
-and `search` (the hybrid read path). Reads go through langchain-postgres (`PGEngine`,
-`PGVectorStore`); writes use plain SQL on the same engine.
+and `search` (the hybrid read path), `access` (who may read which chunk). The tables are
+langchain-postgres's (`PGEngine`, `PGVectorStore`); reads and writes are plain SQL on the same
+engine, reads in a transaction as the caller (store/access.py).
 
 Every operation has one async form; the blocking forms are generated from it (`blocking.blocking`).
 """
@@ -22,8 +23,9 @@ from sqlalchemy import text
 
 from grounded_agent.blocking import blocking, process_loop, run_blocking
 from grounded_agent.documents import DocumentList, DocumentQuery
+from grounded_agent.principals import Viewer, current_viewer
 from grounded_agent.schemas import Finding
-from grounded_agent.store import catalog, documents, schema, search, writes
+from grounded_agent.store import access, catalog, documents, schema, search, writes
 from grounded_agent.store.catalog import DocumentDetail, DocumentVersion, KnownVersion, Removal
 from grounded_agent.store.embeddings import make_embeddings, model_id_of, table_name_for
 from grounded_agent.store.errors import StoreError, guarded
@@ -88,6 +90,7 @@ class KnowledgeStore:
         self._vectorstore: PGVectorStore | None = None
         self._url: str | None = None
         self._setup_lock: asyncio.Lock | None = None
+        self._reader_role: str | None = None
 
     # --- connection ---------------------------------------------------------------------------
 
@@ -173,7 +176,7 @@ class KnowledgeStore:
 
             engine = await self._aengine()
             self._pg_engine = PGEngine.from_engine(engine, loop=process_loop())
-            await schema.prepare_tables(
+            self._reader_role = await schema.prepare_tables(
                 engine, self._pg_engine, self.table_name, self.terms_table, self._embeddings
             )
             self._vectorstore = await PGVectorStore.create(
@@ -192,6 +195,21 @@ class KnowledgeStore:
         await self._aensure_schema()
         return await self._aengine()
 
+    @asynccontextmanager
+    async def _reading(
+        self, who: Viewer, options: Sequence[str] = ()
+    ) -> AsyncIterator[AsyncConnection]:
+        """A read transaction as `who`, under the row policy where the database has it
+        (store/access.py)."""
+        engine = await self._ready()
+        async with access.reading(engine, who, role=self._reader_role, options=options) as conn:
+            yield conn
+
+    @property
+    def row_security(self) -> bool:
+        """Whether reads run under the row policy (known once the schema is ready)."""
+        return self._reader_role is not None
+
     # --- the async API ------------------------------------------------------------------------
 
     async def aensure_schema(self) -> None:
@@ -199,9 +217,15 @@ class KnowledgeStore:
         await self._call(self._aensure_schema(), "schema", self.settings.query_timeout_s * 6)
 
     async def asearch(
-        self, query: str, k: int = 5, filters: SearchFilters | None = None
+        self,
+        query: str,
+        k: int = 5,
+        filters: SearchFilters | None = None,
+        *,
+        viewer: Viewer | None = None,
     ) -> list[Finding]:
-        """The k active chunks most relevant to `query`, best first, with calibrated scores.
+        """The k active chunks most relevant to `query` among those the viewer may read (None:
+        the run's viewer, everyone outside a run), best first, with calibrated scores.
 
         Raises StoreUnavailable when the database cannot be reached and StoreTimeout (a
         TimeoutError) when it does not answer in time: a failed search never returns [].
@@ -212,22 +236,39 @@ class KnowledgeStore:
             raise ValueError("k must be at least 1")
         vector = await asyncio.to_thread(self._embeddings.embed_query, query)
 
+        options = schema.HnswQueryOptions(
+            ef_search=64, timeout_ms=int(self.settings.query_timeout_s * 1000)
+        ).to_parameter()
+
+        who = current_viewer() if viewer is None else viewer  # the caller's, here
+
         async def read() -> list[Finding]:
-            vs = await self._aensure_schema()
-            return await search.search_by_vector(
-                vs, await self._aengine(), self.table_name, self.relevance,
-                query, vector, k, filters,
-            )
+            async with self._reading(who, options) as conn:
+                return await search.search_by_vector(
+                    conn, self.table_name, self.relevance, query, vector, k, filters, who
+                )
 
         return await self._call(read(), "search", self.settings.query_timeout_s)
 
-    async def asearch_documents(self, query: DocumentQuery) -> DocumentList:
-        """One page of the active documents matching `query` (full-text match, filters, sort,
-        paging in SQL; no embedding, no model). Raises StoreUnavailable / StoreTimeout like
-        `asearch`: a failed search never returns an empty page."""
+    async def asearch_documents(
+        self,
+        query: DocumentQuery,
+        *,
+        viewer: Viewer | None = None,
+        exclude_flagged: bool = False,
+    ) -> DocumentList:
+        """One page of the active documents matching `query` that the viewer may read
+        (full-text match, filters, sort, paging in SQL; no embedding, no model).
+        `exclude_flagged`: documents flagged at ingest are not listed. Raises StoreUnavailable /
+        StoreTimeout like `asearch`: a failed search never returns an empty page."""
+
+        who = current_viewer() if viewer is None else viewer  # the caller's, here
 
         async def read() -> DocumentList:
-            return await documents.search_documents(await self._ready(), self.table_name, query)
+            async with self._reading(who) as conn:
+                return await documents.search_documents(
+                    conn, self.table_name, query, viewer=who, exclude_flagged=exclude_flagged
+                )
 
         return await self._call(read(), "document search", self.settings.query_timeout_s)
 
@@ -276,41 +317,78 @@ class KnowledgeStore:
 
         return await self._call(write(), f"update {doc_id}", None)
 
-    async def alist_documents(self, *, all_versions: bool = False) -> list[DocumentVersion]:
-        """The searched version of each document (`all_versions`: every version, with its
-        status: active, superseded, inactive or removed), by doc_id."""
+    async def alist_documents(
+        self, *, all_versions: bool = False, viewer: Viewer | None = None
+    ) -> list[DocumentVersion]:
+        """The searched version of each document the viewer may read (`all_versions`: every
+        version, with its status: active, superseded, inactive or removed), by doc_id."""
+
+        who = current_viewer() if viewer is None else viewer  # the caller's, here
 
         async def read() -> list[DocumentVersion]:
-            return await catalog.list_documents(
-                await self._ready(), self.table_name, all_versions=all_versions
-            )
+            async with self._reading(who) as conn:
+                return await catalog.list_documents(
+                    conn, self.table_name, all_versions=all_versions, viewer=who
+                )
 
         return await self._call(read(), "list documents", self.settings.query_timeout_s)
 
-    async def aget_document(self, doc_id: str) -> DocumentDetail | None:
-        """Every version of one document and its chunks (section, page); None if unknown."""
+    async def aget_document(
+        self, doc_id: str, *, viewer: Viewer | None = None
+    ) -> DocumentDetail | None:
+        """Every version of one document and its chunks (section, page); None if unknown or
+        not visible to the viewer (the two are one answer)."""
+
+        who = current_viewer() if viewer is None else viewer  # the caller's, here
 
         async def read() -> DocumentDetail | None:
-            return await catalog.get_document(await self._ready(), self.table_name, doc_id)
+            async with self._reading(who) as conn:
+                return await catalog.get_document(conn, self.table_name, doc_id, viewer=who)
 
         return await self._call(read(), "show document", self.settings.query_timeout_s)
 
-    async def aremove_document(self, doc_id: str) -> Removal | None:
+    async def aremove_document(
+        self, doc_id: str, *, viewer: Viewer | None = None
+    ) -> Removal | None:
         """Stops searching every version of `doc_id` at once (its rows stay, marked removed;
-        ingesting its file again brings it back). None if there is no such document."""
-        return await self.aremove_versions(doc_id, None)
+        ingesting its file again brings it back). None if there is no such document, or none
+        the viewer may read."""
+        return await self.aremove_versions(doc_id, None, viewer=viewer)
 
     async def aremove_versions(
-        self, doc_id: str, versions: Collection[str | None] | None
+        self,
+        doc_id: str,
+        versions: Collection[str | None] | None,
+        *,
+        viewer: Viewer | None = None,
     ) -> Removal | None:
-        """Marks the given versions of `doc_id` (None: all) removed; the latest one left, if
-        any, becomes the searched one."""
+        """Marks the given versions of `doc_id` (None: all) that the viewer may read removed;
+        the latest one left, if any, becomes the searched one."""
+        who = current_viewer() if viewer is None else viewer
 
         async def write() -> Removal | None:
             engine = await self._ready()
-            return await catalog.remove_versions(engine, self.table_name, doc_id, versions)
+            return await catalog.remove_versions(
+                engine, self.table_name, doc_id, versions, viewer=who
+            )
 
         return await self._call(write(), f"remove {doc_id}", None)
+
+    async def aset_access(
+        self,
+        doc_id: str,
+        groups: Collection[str] | None,
+        versions: Collection[str | None] | None = None,
+    ) -> int:
+        """Who may read `doc_id` from now on (None: everyone; empty: only principals who see
+        everything), for the given versions or all; nothing is embedded again. Returns the
+        chunks changed: 0 when there is no such document."""
+
+        async def write() -> int:
+            engine = await self._ready()
+            return await writes.set_access(engine, self.table_name, doc_id, groups, versions)
+
+        return await self._call(write(), f"access {doc_id}", None)
 
     async def aversions_under(self, directory: str) -> list[tuple[str, str | None, str]]:
         """(doc_id, version, file) of each version not removed ingested from under `directory`."""
@@ -425,6 +503,7 @@ class KnowledgeStore:
     list_documents = blocking(alist_documents)
     get_document = blocking(aget_document)
     remove_document = blocking(aremove_document)
+    set_access = blocking(aset_access)
     healthcheck = blocking(ahealthcheck)
     close = blocking(aclose)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 
 from grounded_agent.grounding.text import terms
+from grounded_agent.store.access import access_value
 from grounded_agent.store.records import (
     DocumentRecord,
     WriteResult,
@@ -32,10 +33,10 @@ _ID_NAMESPACE = uuid.UUID("5f0b3c1e-2a7d-4c55-9f1e-6b1f4d1c9a01")
 _INSERT_CHUNK = (
     'INSERT INTO "{t}" (langchain_id, content, embedding, doc_id, title, version, '
     "section, page, source_url, document_date, indexed_at, is_active, language, "
-    "chunk_index, content_hash, langchain_metadata, fts) VALUES (:id, :content, "
+    "chunk_index, content_hash, langchain_metadata, access, fts) VALUES (:id, :content, "
     "CAST(:embedding AS vector), :doc_id, :title, :version, :section, :page, "
     ":source_url, :document_date, :indexed_at, false, :language, :chunk_index, "
-    ":content_hash, CAST(:meta AS json), "
+    ":content_hash, CAST(:meta AS json), CAST(:access AS text[]), "
     "to_tsvector(CAST(:fts_config AS regconfig), :fts_text))"
 )
 
@@ -110,6 +111,7 @@ async def write_document(
                     "chunk_index": c.chunk_index,
                     "content_hash": doc.content_hash,
                     "meta": meta,
+                    "access": access_value(doc.access),
                     "fts_config": fts_config(doc.language),
                     "fts_text": passage_text(doc.title, c.section, c.content),
                 }
@@ -130,6 +132,36 @@ async def write_document(
             ).all()
         }
     return WriteResult("replaced" if same else "added", len(active_before - active_after))
+
+
+async def set_access(
+    engine: AsyncEngine,
+    table: str,
+    doc_id: str,
+    groups: Collection[str] | None,
+    versions: Collection[str | None] | None = None,
+) -> int:
+    """Changes who may read `doc_id` (the given versions, or all of them) in place: no text is
+    read again, nothing embedded. Returns the chunks changed (0: no such document)."""
+    where = "doc_id = :id"
+    params: dict[str, object] = {
+        "id": doc_id, "access": access_value(list(groups) if groups is not None else None)
+    }
+    if versions is not None:
+        named = [v for v in versions if v is not None]
+        where += " AND (version = ANY(:versions)" + (
+            " OR version IS NULL)" if None in versions else ")"
+        )
+        params["versions"] = named
+    async with engine.begin() as conn:
+        await conn.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"{table}|{doc_id}"},
+        )
+        res = await conn.execute(
+            text(f'UPDATE "{table}" SET access = CAST(:access AS text[]) WHERE {where}'), params
+        )
+    return int(res.rowcount or 0)
 
 
 async def bump_terms(
