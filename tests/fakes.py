@@ -146,9 +146,15 @@ class ScriptedDocuments:
         self.items = list(items)
         self.fail = fail
         self.queries: list[DocumentQuery] = []
+        self.viewers: list[Any] = []
+        self.excluded_flagged: list[bool] = []
 
-    async def asearch_documents(self, query: DocumentQuery) -> DocumentList:
+    async def asearch_documents(
+        self, query: DocumentQuery, *, viewer: Any = None, exclude_flagged: bool = False
+    ) -> DocumentList:
         self.queries.append(query)
+        self.viewers.append(viewer)
+        self.excluded_flagged.append(exclude_flagged)
         if self.fail is not None:
             raise self.fail
         start = (query.page - 1) * query.page_size

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -13,9 +13,9 @@ from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.blocking import run_blocking
-from grounded_agent.context import Context, parse_sources
+from grounded_agent.context import Context, context_for, parse_sources
 from grounded_agent.inputs import MAX_DOC_ID_CHARS as DOC_ID_LIMIT
-from grounded_agent.principals import principal_named
+from grounded_agent.principals import Viewer, parse_groups, principal_named
 from grounded_agent.schemas import (
     AgentResult,
     InvalidQuestion,
@@ -53,7 +53,21 @@ class AskOptions(TypedDict, total=False):
     """Conversation thread: follow-up questions see the earlier turns (checkpointed)."""
     principal: str | None
     """The caller, as the application authenticated it: a thread belongs to the principal that
-    started it (the same thread_id from another principal is another thread)."""
+    started it (the same thread_id from another principal is another thread), and it reads the
+    public documents and those of its `groups` only."""
+    groups: list[str] | str | None
+    """The principal's groups (a list or "a,b"): documents whose access names one of them are
+    read too. Groups without a principal read the same way."""
+
+
+def _context(options: Mapping[str, Any]) -> Context:
+    """The run's Context, with the principal and groups the application gave."""
+    try:
+        return context_for(
+            options.get("context"), options.get("principal"), options.get("groups")
+        )
+    except ValueError as exc:
+        raise InvalidQuestion(str(exc)) from None
 
 
 def _inputs(question: str, options: AskOptions) -> dict[str, Any]:
@@ -131,12 +145,13 @@ async def arun(
     event of the run (streaming.py: a checked sentence, ...) to `on_event`."""
     payload = _inputs(question, options)
     thread_id = _thread(options)
+    context = _context(options)  # a bad principal or group: refused before anything runs
     final: dict[str, Any] = {}
     async with _graph_for(options.get("graph"), thread_id) as g:
         async for mode, chunk in g.astream(
             payload,
             config=_config(thread_id),
-            context=options.get("context") or Context(),
+            context=context,
             stream_mode=["updates", "values", "custom"],
         ):
             if mode == "values" and isinstance(chunk, dict):
@@ -164,11 +179,12 @@ async def astream(
     "result" is the AgentResult as JSON. No raw draft, passage or prompt is ever yielded."""
     payload = _inputs(question, options)
     thread_id = _thread(options)
+    context = _context(options)
     async with _graph_for(options.get("graph"), thread_id) as g:
         run = g.astream(
             payload,
             config=_config(thread_id),
-            context=options.get("context") or Context(),
+            context=context,
             stream_mode=["custom", "values"] if mode == "events" else ["updates"],
         )
         last: dict[str, Any] = {}
@@ -203,27 +219,47 @@ async def aingest(
     paths: Sequence[str | Path] | str | Path,
     *,
     sync: bool = False,
+    access: list[str] | str | None = None,
     store: KnowledgeStore | None = None,
 ) -> IngestReport:
     """Ingests files and directories (Markdown, text, JSON Lines, PDF, Word, HTML) into the
-    knowledge base; `sync` removes documents of a directory whose files are gone."""
+    knowledge base; `sync` removes documents of a directory whose files are gone. `access`
+    (groups, "public" or "private"): who may read the documents that declare no access of
+    their own (default: GROUNDED_AGENT_DEFAULT_ACCESS, else everyone)."""
     from grounded_agent.store.ingest import aingest_paths
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    return await aingest_paths([Path(p) for p in items], _store(store), sync=sync)
+    return await aingest_paths(
+        [Path(p) for p in items], _store(store), sync=sync, access=_access(access)
+    )
 
 
 def ingest(
     paths: Sequence[str | Path] | str | Path,
     *,
     sync: bool = False,
+    access: list[str] | str | None = None,
     store: KnowledgeStore | None = None,
 ) -> IngestReport:
     """Blocking form of `aingest`."""
     from grounded_agent.store.ingest import ingest_paths
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    return ingest_paths([Path(p) for p in items], _store(store), sync=sync)
+    return ingest_paths(
+        [Path(p) for p in items], _store(store), sync=sync, access=_access(access)
+    )
+
+
+def _access(value: list[str] | str | None) -> Any:
+    """An access argument as ingest reads it; InvalidQuestion naming the rule."""
+    if value is None:
+        return None
+    from grounded_agent.loaders.base import IngestError, parse_access
+
+    try:
+        return parse_access(value)
+    except IngestError as exc:
+        raise InvalidQuestion(str(exc)) from None
 
 
 MAX_DOC_ID_CHARS = DOC_ID_LIMIT
@@ -231,21 +267,63 @@ MAX_DOC_ID_CHARS = DOC_ID_LIMIT
 and removed."""
 
 
+def _viewer(groups: list[str] | str | None) -> Viewer | None:
+    """The viewer of a management call: None (everything) without groups."""
+    if groups is None:
+        return None
+    try:
+        return Viewer(parse_groups(groups) or ())
+    except ValueError as exc:
+        raise InvalidQuestion(str(exc)) from None
+
+
 def list_documents(
-    *, all_versions: bool = False, store: KnowledgeStore | None = None
+    *,
+    all_versions: bool = False,
+    groups: list[str] | str | None = None,
+    store: KnowledgeStore | None = None,
 ) -> list[DocumentVersion]:
-    """The searched version of each document (`all_versions`: every version and its status)."""
-    return _store(store).list_documents(all_versions=all_versions)
+    """The searched version of each document (`all_versions`: every version and its status);
+    with `groups`, only what a member of them may read."""
+    return _store(store).list_documents(all_versions=all_versions, viewer=_viewer(groups))
 
 
-def get_document(doc_id: str, *, store: KnowledgeStore | None = None) -> DocumentDetail | None:
-    """A document's versions and chunks (section, page of each), or None if there is none."""
-    return _store(store).get_document(validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS))
+def get_document(
+    doc_id: str, *, groups: list[str] | str | None = None, store: KnowledgeStore | None = None
+) -> DocumentDetail | None:
+    """A document's versions and chunks (section, page of each), or None if there is none (or,
+    with `groups`, none a member of them may read)."""
+    return _store(store).get_document(
+        validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS), viewer=_viewer(groups)
+    )
 
 
-def remove_document(doc_id: str, *, store: KnowledgeStore | None = None) -> Removal | None:
-    """Stops searching a document at once (all its versions); None if there is no such id."""
-    return _store(store).remove_document(validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS))
+def remove_document(
+    doc_id: str, *, groups: list[str] | str | None = None, store: KnowledgeStore | None = None
+) -> Removal | None:
+    """Stops searching a document at once (all its versions); None if there is no such id (or,
+    with `groups`, none a member of them may read)."""
+    return _store(store).remove_document(
+        validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS), viewer=_viewer(groups)
+    )
+
+
+def set_access(
+    doc_id: str, groups: list[str] | str | None, *, store: KnowledgeStore | None = None
+) -> int:
+    """Who may read a document from now on: groups (a list or "a,b"), "public" (or None), or
+    "private" (only principals who see everything); nothing is embedded again. Returns the
+    chunks changed, 0 when there is no such document."""
+    from grounded_agent.loaders.base import IngestError, parse_access
+
+    try:
+        access = "public" if groups is None else parse_access(groups)
+    except IngestError as exc:
+        raise InvalidQuestion(str(exc).removeprefix("invalid access: ")) from None
+    return _store(store).set_access(
+        validate_text_id(doc_id, "doc_id", MAX_DOC_ID_CHARS),
+        None if access == "public" else list(access),
+    )
 
 
 # --- the agent inside a graph of one's own --------------------------------------------------------

@@ -250,6 +250,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 on_step=on_step,
                 on_event=on_event,
                 thread_id=args.thread,
+                groups=args.as_groups,
             )
         )
     except InvalidQuestion as exc:
@@ -278,7 +279,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     except InvalidQuestion as exc:
         print(f"grounded-agent: invalid search: {exc}", file=sys.stderr)
         return 2
-    result = run_blocking(asearch(query))
+    try:
+        result = run_blocking(asearch(query, groups=args.as_groups))
+    except InvalidQuestion as exc:
+        print(f"grounded-agent: invalid search: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
@@ -317,14 +322,30 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.sync and not any(p.is_dir() for p in paths):
         print("grounded-agent: --sync needs a directory", file=sys.stderr)
         return 2
+    access = None
+    if args.access is not None:
+        from grounded_agent.loaders.base import IngestError, parse_access
+
+        try:
+            access = parse_access(args.access, "--access")
+        except IngestError as exc:
+            print(f"grounded-agent: {exc}", file=sys.stderr)
+            return 2
     store = _command_store()
-    report = ingest_paths(
-        paths, store, progress=not args.json and sys.stderr.isatty(), sync=args.sync
-    )
+    try:
+        report = ingest_paths(
+            paths, store, progress=not args.json and sys.stderr.isatty(), sync=args.sync,
+            access=access,
+        )
+    except ValueError as exc:  # a malformed GROUNDED_AGENT_DEFAULT_ACCESS
+        print(f"grounded-agent: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
         extra = f", restored: {report.restored}" if report.restored else ""
+        if report.access_changed:
+            extra += f", access changed: {report.access_changed}"
         if args.sync:
             extra += f", removed (file gone): {report.removed}"
         if report.flagged:
@@ -405,6 +426,17 @@ def cmd_docs(args: argparse.Namespace) -> int:
     from grounded_agent.inputs import is_web_url
     from grounded_agent.untrusted.display import neutral_field
 
+    viewer = None
+    if getattr(args, "as_groups", None) is not None:
+        from grounded_agent.principals import Viewer, parse_groups
+
+        try:
+            viewer = Viewer(parse_groups(args.as_groups) or ())
+        except ValueError as exc:
+            print(f"grounded-agent: invalid --as-groups: {exc}", file=sys.stderr)
+            return 2
+    if args.docs_command == "access":
+        return _set_access(args)
     if args.docs_command in ("show", "remove"):
         from grounded_agent.api import MAX_DOC_ID_CHARS
         from grounded_agent.schemas import validate_text_id
@@ -423,7 +455,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
             return 2
     store = _command_store()
     if args.docs_command == "list":
-        versions = store.list_documents(all_versions=args.all_versions)
+        versions = store.list_documents(all_versions=args.all_versions, viewer=viewer)
         if args.json:
             print(json.dumps([_shown_version(v) for v in versions], indent=2))
         elif not versions:
@@ -432,7 +464,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
             print(*_version_table(versions), sep="\n")
         return 0
     if args.docs_command == "show":
-        detail = store.get_document(args.doc_id)
+        detail = store.get_document(args.doc_id, viewer=viewer)
         if detail is None:
             print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
             return 1
@@ -452,6 +484,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
                 ("language", neutral_field(v.language)),
                 ("indexed", v.indexed_at),
                 ("flagged", "; ".join(v.flagged)),
+                ("access", _access_text(v.access)),
             ):
                 if value:
                     print(f"    {label}: {value}")
@@ -463,16 +496,42 @@ def cmd_docs(args: argparse.Namespace) -> int:
                 section, preview = neutral_field(c.section), neutral_field(c.preview)
                 print(f"  {c.chunk_index:>3}  {page}{section or '-'}: {preview[:70]}")
         return 0
-    return _remove_documents(store, args)
+    return _remove_documents(store, args, viewer)
 
 
-def _remove_documents(store: Any, args: argparse.Namespace) -> int:
+def _access_text(access: list[str] | None) -> str:
+    if access is None:
+        return "public"
+    return ", ".join(access) if access else "private (principals who see everything)"
+
+
+def _set_access(args: argparse.Namespace) -> int:
+    """`docs access ID ACCESS`: who may read a document, changed in place."""
+    from grounded_agent.api import set_access
+
+    try:
+        changed = set_access(args.doc_id, args.groups, store=_command_store())
+    except InvalidQuestion as exc:
+        print(f"grounded-agent: invalid input: {exc}", file=sys.stderr)
+        return 2
+    if not changed:
+        print(f"grounded-agent: no document with id {args.doc_id!r}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"doc_id": args.doc_id, "access": args.groups, "chunks": changed}))
+    else:
+        print(f"{args.doc_id}: access {args.groups} ({_plural(changed, 'chunk')}, every version)")
+    return 0
+
+
+def _remove_documents(store: Any, args: argparse.Namespace, viewer: Any = None) -> int:
     """`docs remove ID...` or `docs remove --all`: each document stops being searched at once.
     Exit 1 when a named id is unknown (the others are still removed)."""
-    ids = ([v.doc_id for v in store.list_documents()] if args.all else list(dict.fromkeys(args.doc_ids)))
+    ids = ([v.doc_id for v in store.list_documents(viewer=viewer)] if args.all
+           else list(dict.fromkeys(args.doc_ids)))
     removals, unknown = [], []
     for doc_id in ids:
-        removal = store.remove_document(doc_id)
+        removal = store.remove_document(doc_id, viewer=viewer)
         if removal is None:
             unknown.append(doc_id)
         else:
@@ -709,6 +768,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return int(evals_cli.main(list(args.eval_args)))
 
 
+AS_GROUPS_HELP = ("read as a principal of these groups would (comma-separated): public documents "
+                  "and those of the groups only; default: every document")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grounded-agent", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log each node decision")
@@ -723,6 +786,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--progress", action="store_true", help="show node progress even when piped")
     ask.add_argument("--stream", action="store_true",
                      help="print the answer's sentences as they are checked even when piped")
+    ask.add_argument("--as-groups", metavar="GROUPS", help=AS_GROUPS_HELP)
     ask.set_defaults(func=cmd_ask)
 
     search = sub.add_parser(
@@ -739,6 +803,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--page", type=int, default=None, help="page number, from 1")
     search.add_argument("--page-size", type=int, default=None, help="1 to 50 (default 20)")
     search.add_argument("--json", action="store_true", help="print the result object as JSON")
+    search.add_argument("--as-groups", metavar="GROUPS", help=AS_GROUPS_HELP)
     search.set_defaults(func=cmd_search)
 
     ingest = sub.add_parser(
@@ -750,6 +815,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--sync",
         action="store_true",
         help="remove documents ingested earlier from a given directory whose files are gone",
+    )
+    ingest.add_argument(
+        "--access",
+        metavar="GROUPS",
+        help="who may read the documents that declare no 'access' of their own: groups "
+        "(comma-separated), public or private (default: GROUNDED_AGENT_DEFAULT_ACCESS, else public)",
     )
     ingest.set_defaults(func=cmd_ingest)
 
@@ -771,6 +842,18 @@ def build_parser() -> argparse.ArgumentParser:
     docs_remove.add_argument("doc_ids", nargs="*", metavar="DOC_ID")
     docs_remove.add_argument("--all", action="store_true", help="every document of the knowledge base")
     docs_remove.add_argument("--json", action="store_true", help="print the result as JSON")
+    for sub_parser in (docs_list, docs_show, docs_remove):
+        sub_parser.add_argument("--as-groups", metavar="GROUPS", help=AS_GROUPS_HELP)
+    docs_access = docs_sub.add_parser(
+        "access", help="change who may read a document (no re-embedding)"
+    )
+    docs_access.add_argument("doc_id")
+    docs_access.add_argument(
+        "groups", metavar="ACCESS",
+        help="groups (comma-separated), public (everyone) or private (only principals who see "
+        "everything)",
+    )
+    docs_access.add_argument("--json", action="store_true", help="print the result as JSON")
     docs.set_defaults(func=cmd_docs)
 
     db = sub.add_parser("db", help="the embedded PostgreSQL: status, stop")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from grounded_agent.principals import EVERYONE, Viewer, parse_groups, principal_named
@@ -430,6 +430,19 @@ CLIENT_CONFIGURABLE: frozenset[str] = frozenset(
         "max_attempts",
     }
 )
+
+
+def context_for(
+    context: Context | None, principal: str | None, groups: Sequence[str] | str | None
+) -> Context:
+    """`context` (default: Context()) with the principal and groups an application gave;
+    ValueError naming the rule for a malformed name."""
+    ctx = context or Context()
+    if principal is None and groups is None:
+        return ctx
+    if principal is not None:
+        principal_named(principal)
+    return replace(ctx, principal=principal, groups=list(parse_groups(groups) or ()))
 
 
 def context_from_config(

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from grounded_agent.blocking import run_blocking
+from grounded_agent.context import context_for
 from grounded_agent.deps import Deps
 from grounded_agent.documents import DocumentQuery, parse_query
 from grounded_agent.graph.search import build_search_graph
-from grounded_agent.schemas import AgentResult
+from grounded_agent.schemas import AgentResult, InvalidQuestion
 from grounded_agent.store.pages import search_fields as search_fields  # re-exported
 
 if TYPE_CHECKING:
@@ -55,6 +56,11 @@ class SearchOptions(TypedDict, total=False):
     """A combined result whose answer a later page keeps."""
     store: KnowledgeStore | None
     """Default: the default agent's store."""
+    principal: str | None
+    """The caller, as the application authenticated it: only the public documents and those of
+    its `groups` are listed."""
+    groups: list[str] | str | None
+    """The principal's groups (a list or "a,b")."""
 
 
 CRITERIA = ("language", "date_from", "date_to", "sort", "page", "page_size")
@@ -76,8 +82,13 @@ async def asearch(
         deps = default_deps
     else:
         deps = Deps(chat_model=None, store=store)
+    try:
+        context = context_for(None, options.get("principal"), options.get("groups"))
+    except ValueError as exc:
+        raise InvalidQuestion(str(exc)) from None
     fields = await build_search_graph(deps).ainvoke(
-        {"search": query.model_dump(mode="json"), "turn": {"intent": "search"}}
+        {"search": query.model_dump(mode="json"), "turn": {"intent": "search"}},
+        context=context,
     )
     fields.pop("turn", None)  # the search's working values, not a result field
     result: dict[str, Any] = {"question": query.text or "", **fields}

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grounded_agent.context import parse_sources
 from grounded_agent.grounding.text import terms
+from grounded_agent.principals import Viewer, current_viewer
 from grounded_agent.schemas import Finding, SourceName, ToolOutcome
 from grounded_agent.store.records import passage_text
 from grounded_agent.store.relevance import CalibratedRelevance, TermStats
@@ -204,12 +205,16 @@ def from_retriever(
     corpus: Iterable[Document | str] | CorpusStats | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     relevance: CalibratedRelevance | None = None,
+    access_filter: AccessFilter | None = None,
 ) -> SourceTool:
     """Any LangChain `BaseRetriever` as a source named `name`. The retriever decides which
     documents come back; the agent scores and orders them and keeps the `k` it was asked for.
     `corpus`: the collection's documents (or `CorpusStats`), so question terms weigh by their
     rarity there (see `CorpusStats`). A retriever that raises or takes longer than `timeout_s`
-    gives an error outcome with its kind, never "nothing found"."""
+    gives an error outcome with its kind, never "nothing found". `access_filter(viewer)`: the
+    keyword arguments that limit the retriever to what the caller may read (a vector store's
+    retriever takes `filter=...`), called for every caller who does not see everything; without
+    it the source is public."""
     if not isinstance(retriever, BaseRetriever):
         raise TypeError(
             f"from_retriever expects a langchain_core BaseRetriever, not {type(retriever).__name__}"
@@ -218,7 +223,7 @@ def from_retriever(
     keys = _keys(metadata_keys)
 
     async def search(args: SourceArgs) -> list[Document]:
-        return list(await retriever.ainvoke(args.query))
+        return list(await retriever.ainvoke(args.query, **_access_kwargs(access_filter)))
 
     stats = _stats_of(corpus, metadata_keys)
     return _source(source, description, search, keys, timeout_s, relevance, stats=stats)
@@ -236,13 +241,17 @@ def from_vectorstore(
     corpus: Iterable[Document | str] | CorpusStats | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     relevance: CalibratedRelevance | None = None,
+    access_filter: AccessFilter | None = None,
 ) -> SourceTool:
     """Any LangChain `VectorStore` as a source named `name`: `fetch_k` nearest passages (default
     four times `k`, at least 20), re-ranked by the agent's calibrated relevance, at most `k`
     kept (fewer where the run or the model asks for fewer). `search_kwargs` go to the store's search as they are (a
     `filter`, say). `corpus`: the collection's documents (or `CorpusStats`) for the rarity of
     question terms; an InMemoryVectorStore's own documents are counted without it. Works
-    read-only on a langchain-postgres table made with its defaults."""
+    read-only on a langchain-postgres table made with its defaults. `access_filter(viewer)`:
+    search keyword arguments (a `filter`) that keep the store to what the caller may read, merged
+    over `search_kwargs` for every caller who does not see everything; without it the source is
+    public."""
     if not isinstance(vectorstore, VectorStore):
         raise TypeError(
             f"from_vectorstore expects a langchain_core VectorStore, not {type(vectorstore).__name__}"
@@ -255,15 +264,30 @@ def from_vectorstore(
 
     async def search(args: SourceArgs) -> list[Document]:
         n = fetch_k or max(min(args.k, int(k)) * 4, FETCH_K_MIN)
+        kwargs = {**extra, **_access_kwargs(access_filter)}
         try:
-            scored = await vectorstore.asimilarity_search_with_score(args.query, k=n, **extra)
+            scored = await vectorstore.asimilarity_search_with_score(args.query, k=n, **kwargs)
         except NotImplementedError:
-            return list(await vectorstore.asimilarity_search(args.query, k=n, **extra))
+            return list(await vectorstore.asimilarity_search(args.query, k=n, **kwargs))
         return [_with_raw_score(doc, score) for doc, score in scored]
 
     stats = _stats_of(corpus, metadata_keys, _in_memory_corpus(vectorstore))
     return _source(source, description, search, keys, timeout_s, relevance, limit=int(k),
                    stats=stats)
+
+
+AccessFilter = Callable[[Viewer], Mapping[str, Any]]
+"""The search keyword arguments that limit a user's store to what a viewer may read."""
+
+
+def _access_kwargs(access_filter: AccessFilter | None) -> dict[str, Any]:
+    """What the run's caller adds to the search: nothing for one who sees everything or where
+    the source has no access filter (it is public). A filter that fails raises, so the source
+    reports an error rather than reading unfiltered."""
+    viewer = current_viewer()
+    if access_filter is None or viewer.sees_all:
+        return {}
+    return dict(access_filter(viewer))
 
 
 def _with_raw_score(doc: Document, score: Any) -> Document:

@@ -485,6 +485,11 @@ def _config_modifier(
                 checked_sources(ctx.sources, sources)
         except (TypeError, ValueError) as exc:
             raise HTTPException(400, error_body("invalid_config", str(exc))) from None
+        if principal is not None and not principal.sees_all:
+            # who reads: set here, after the client's keys were checked (a client that sends
+            # principal or groups got a 400 above), and read by the graph (nodes.viewer_of)
+            sent["principal"] = principal.name
+            sent["groups"] = list(principal.groups)
         return {
             **{k: v for k, v in config.items() if k != "configurable"},
             "configurable": sent,
