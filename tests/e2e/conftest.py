@@ -3,18 +3,23 @@ the `langgraph dev` and notebook tests, and its embedded server stopped at the e
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from grounded_agent.sample import SAMPLE_KB
 
 ROOT = Path(__file__).resolve().parents[2]
+LANGGRAPH = Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv") / "bin" / "langgraph"
 TINY_KB = """---
 doc_id: tiny-pricing
 title: Tiny price list
@@ -31,7 +36,8 @@ def child_env(home: Path) -> dict[str, str]:
     """Environment of a child process: offline, no keys, this test's home and database."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TAVILY_API_KEY", "DATABASE_URL",
-                        "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "GROUNDED_AGENT_API_KEY")}
+                        "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "GROUNDED_AGENT_API_KEY",
+                        "GROUNDED_AGENT_KEYS_FILE")}
     env.update(GROUNDED_AGENT_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                LANGSMITH_TRACING="false", TOKENIZERS_PARALLELISM="false",
                GROUNDED_AGENT_SOURCES="knowledge_base")
@@ -42,6 +48,44 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def langgraph_dev(config: Path, env: dict[str, str], log_path: Path) -> Iterator[str]:
+    """`langgraph dev` serving `config` on a free port until the block ends: its URL. Skips where
+    the CLI is not installed; fails with the server's log when it does not come up."""
+    if not LANGGRAPH.exists():
+        pytest.skip(f"{LANGGRAPH} is missing: install the dev extra (langgraph-cli[inmem])")
+    port = free_port()
+    log = log_path.open("w+")
+    proc = subprocess.Popen(
+        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
+         "--config", str(config)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so its workers stop with it
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"langgraph dev did not come up:\n{log.read()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
 
 
 @pytest.fixture(scope="session")

@@ -3,59 +3,24 @@ real embedded store with the sample knowledge base (what LangGraph Studio talks 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.e2e.conftest import ROOT, child_env, free_port
+from tests.e2e.conftest import ROOT, child_env, langgraph_dev
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-LANGGRAPH = Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv") / "bin" / "langgraph"
 CONTRACT = {"question", "status", "answer", "citations", "confidence", "attempts", "queries",
             "sources", "warnings", "trail", "usage"}
 
 
 @pytest.fixture(scope="module")
 def dev_server(ingested_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not LANGGRAPH.exists():
-        pytest.skip(f"{LANGGRAPH} is missing: install the dev extra (langgraph-cli[inmem])")
-    port = free_port()
-    log = (tmp_path_factory.mktemp("langgraph_dev") / "server.log").open("w+")
-    proc = subprocess.Popen(
-        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port),
-         "--config", str(ROOT / "langgraph.json")],
-        cwd=ROOT, env=child_env(ingested_home), stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so its workers stop with it
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"langgraph dev did not come up:\n{log.read()[-3000:]}")
-            time.sleep(0.5)
+    log = tmp_path_factory.mktemp("langgraph_dev") / "server.log"
+    with langgraph_dev(ROOT / "langgraph.json", child_env(ingested_home), log) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
 
 
 async def test_a_run_returns_the_output_contract(dev_server: str) -> None:

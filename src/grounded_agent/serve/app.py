@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hmac
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ from grounded_agent.inputs import text_problem
 from grounded_agent.principals import KeyRing, Principal
 from grounded_agent.redaction import describe, redacted_traceback
 from grounded_agent.schemas import InvalidQuestion
+from grounded_agent.serve.callers import Callers
 from grounded_agent.serve.runnable import AgentRunnable, Graph, ThreadGraphs
 from grounded_agent.serve.schemas import ALLOWED_CONFIGURABLE, error_body
 from grounded_agent.store.errors import StoreError
@@ -51,10 +51,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 OPEN_PATHS = frozenset({"/healthz"})
 
-SHARED_KEY = Principal(name="shared-key", sees_all=True)
-"""GROUNDED_AGENT_API_KEY's caller: one principal who sees everything."""
-ANYONE = Principal(name="anyone", sees_all=True)
-"""The caller of a server that asks for no key (on loopback, by default)."""
 """Reachable without an API key: a load balancer's probe carries none."""
 
 
@@ -176,17 +172,11 @@ class GuardMiddleware:
         self.app = app
         self.settings = settings
         self.active = 0
-        self.keys = KeyRing(settings.keys_file) if settings.keys_file is not None else None
+        self.callers = Callers(settings.api_key, settings.keys_file)
 
     def principal(self, given: bytes) -> Principal | None:
-        """Who sent `given` as X-API-Key: the shared key's principal (sees everything), one of
-        the keys file's, anyone where neither is set; None: nobody (401)."""
-        key = self.settings.api_key
-        if key is not None and given and hmac.compare_digest(given, key.encode("utf-8")):
-            return SHARED_KEY
-        if self.keys is not None:
-            return self.keys.principal_for(given)
-        return ANYONE if key is None else None
+        """Who sent `given` as X-API-Key (serve/callers.py); None: nobody (401)."""
+        return self.callers.principal(given)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -200,7 +190,7 @@ class GuardMiddleware:
             )
             return
         scope.setdefault("state", {})["principal"] = principal
-        scope["state"]["private_threads"] = self.keys is not None
+        scope["state"]["private_threads"] = self.callers.keys is not None
         if scope["method"] not in ("POST", "PUT", "PATCH"):
             await self._run(scope, receive, send)
             return
