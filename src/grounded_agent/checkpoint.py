@@ -49,9 +49,16 @@ def state_serializer() -> Any:
     (a checkpoint row never instantiates an arbitrary class)."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from grounded_agent.schemas import Citation, Confidence, Finding, SourceReport, ToolCallRecord
+    from grounded_agent.schemas import (
+        Citation,
+        Confidence,
+        Finding,
+        Pointer,
+        SourceReport,
+        ToolCallRecord,
+    )
 
-    models = (ToolCallRecord, Finding, Confidence, Citation, SourceReport)
+    models = (ToolCallRecord, Finding, Confidence, Citation, SourceReport, Pointer)
     return JsonPlusSerializer(allowed_msgpack_modules=[(m.__module__, m.__name__) for m in models])
 
 
