@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,8 +61,27 @@ def server(ingested_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     (tmp / "langgraph.json").write_text(json.dumps(config), "utf-8")
     env = child_env(ingested_home) | {"GROUNDED_AGENT_KEYS_FILE": str(keys_file),
                                       "GROUNDED_AGENT_API_KEY": SHARED}
-    with langgraph_dev(tmp / "langgraph.json", env, tmp / "server.log") as url:
-        yield Server(url, keys_file)
+    memo = tmp / "memos" / "kestrel-memo-q4.md"
+    memo.parent.mkdir()
+    memo.write_text(MEMO, encoding="utf-8")
+    _cli(ingested_home, "ingest", str(memo.parent), "--access", "legal")
+    try:
+        with langgraph_dev(tmp / "langgraph.json", env, tmp / "server.log") as url:
+            yield Server(url, keys_file)
+    finally:  # the session's other tests see the knowledge base as it was
+        _cli(ingested_home, "docs", "remove", "kestrel-memo-q4")
+
+
+MEMO = ("---\ntitle: Kestrel arbitration memo\naccess: legal\n---\n# Arbitration fee\n"
+        "The arbitration fee for the Kestrel case is 86,000 euros, cost code KST-CANARY-5V1.\n")
+KESTREL = "What is the arbitration fee for the Kestrel case?"
+
+
+def _cli(home: Path, *argv: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "grounded_agent.cli", *argv],
+                          env=child_env(home), cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
@@ -184,3 +205,30 @@ def test_a_key_added_to_the_file_works_without_a_restart(server: Server) -> None
         with server.keys_file.open("a", encoding="utf-8") as f:
             f.write("\n" + _entry("carol", ["support"]))
         assert carol.post("/threads/search", json={}).status_code == 200
+
+
+def test_documents_follow_the_callers_groups(server: Server) -> None:
+    """Alice (legal) reads the legal memo; bob (sales) gets no trace of it, asked directly, asked
+    for a list of documents, or through a thread of his own; the shared key reads it."""
+    def answers(key: str, question: str, thread: bool = False) -> str:
+        with server.client(key) as client:
+            if thread:
+                tid = client.post("/threads", json={}).json()["thread_id"]
+                response = client.post(f"/threads/{tid}/runs/wait", json={
+                    "assistant_id": "agent", "input": {"question": question}})
+            else:
+                response = client.post("/runs/wait", json={
+                    "assistant_id": "agent", "input": {"question": question}})
+        assert response.status_code == 200, response.text
+        return response.text
+
+    assert "KST-CANARY-5V1" in answers(KEYS["alice"], KESTREL)
+    assert "KST-CANARY-5V1" in answers(SHARED, KESTREL)
+    for question, thread in [(KESTREL, False), (KESTREL, True),
+                             ("What is cost code KST-CANARY-5V1 for?", False),
+                             ("list all documents", False), ("list documents about arbitration", True)]:
+        body = answers(KEYS["bob"], question, thread).replace(question, " ")
+        assert "KST-CANARY-5V1" not in body and "86,000" not in body
+        assert "Kestrel arbitration memo" not in body and "kestrel-memo-q4" not in body
+    listed = answers(KEYS["alice"], "list documents about arbitration")
+    assert "Kestrel arbitration memo" in listed  # the control for the listing
