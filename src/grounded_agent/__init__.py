@@ -14,6 +14,7 @@ from grounded_agent.api import (
     ingest,
     list_documents,
     remove_document,
+    set_access,
 )
 from grounded_agent.context import Context
 from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
@@ -44,6 +45,7 @@ __all__ = [
     "list_documents",
     "remove_document",
     "search",
+    "set_access",
 ]
 
 
