@@ -387,7 +387,7 @@ class Context:
         them, the public documents and those of the groups."""
         if self.principal is None and self.groups is None:
             return EVERYONE
-        return Viewer(tuple(self.groups or ()))
+        return Viewer(tuple(self.groups or ()), self.principal)
 
     @property
     def thresholds(self) -> Thresholds:

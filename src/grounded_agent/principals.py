@@ -23,7 +23,7 @@ import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -145,6 +145,8 @@ class Viewer:
     documents (no access list) and those whose access list shares a group with `groups`."""
 
     groups: tuple[str, ...] | None = None
+    principal: str | None = field(default=None, compare=False)
+    """Who reads, where known: a source brought by the user may filter by it (its own owners)."""
 
     @property
     def sees_all(self) -> bool:
@@ -164,7 +166,7 @@ _VIEWER: ContextVar[Viewer] = ContextVar("grounded_agent_viewer", default=EVERYO
 
 
 def viewer_for(principal: Principal) -> Viewer:
-    return EVERYONE if principal.sees_all else Viewer(principal.groups)
+    return EVERYONE if principal.sees_all else Viewer(principal.groups, principal.name)
 
 
 def current_viewer() -> Viewer:

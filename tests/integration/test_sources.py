@@ -173,6 +173,39 @@ async def test_negative_control_a_working_retriever_reports_complete() -> None:
     assert [(s.status, s.coverage) for s in result.sources] == [("found", "complete")]
 
 
+async def test_a_users_source_reads_as_the_caller(vectorstore: InMemoryVectorStore) -> None:
+    """access_filter gets the run's caller (groups and principal) and its filter runs inside the
+    store's search; a caller who sees everything is not filtered; a filter that fails is the
+    source's error, never an unfiltered or an empty read."""
+    seen: list[Any] = []
+
+    def only_prices(viewer: Any) -> dict[str, Any]:
+        seen.append(viewer)
+        allowed = "sales" in (viewer.groups or ())
+        return {"filter": lambda doc: allowed or "price" not in doc.metadata.get("source", "")}
+
+    graph = build_graph(chat_model=None, tools={"my_docs": from_vectorstore(
+        vectorstore, name="my_docs", access_filter=only_prices)})
+    question = "How much does the Zephyr Kettle cost?"
+    sales = await aask(question, graph=graph, principal="bob", groups=["sales"])
+    assert "EUR 49" in (sales.answer or "")
+    legal = await aask(question, graph=graph, principal="alice", groups=["legal"])
+    assert "EUR 49" not in legal.model_dump_json()
+    assert "Price list 2026" not in [c.title for c in legal.citations]
+    assert [(v.principal, v.groups) for v in seen] == [("bob", ("sales",)), ("alice", ("legal",))]
+    everyone = await aask(question, graph=graph)
+    assert "EUR 49" in (everyone.answer or "") and len(seen) == 2  # not asked: sees everything
+
+    def broken(viewer: Any) -> dict[str, Any]:
+        raise RuntimeError("the directory service is down")
+
+    graph = build_graph(chat_model=None, tools={"my_docs": from_vectorstore(
+        vectorstore, name="my_docs", access_filter=broken)})
+    failed = await aask(question, graph=graph, principal="bob", groups=["sales"])
+    assert [(s.status, s.coverage) for s in failed.sources] == [("error", "unavailable")]
+    assert "directory service" not in failed.model_dump_json()
+
+
 @pytest.fixture(scope="module")
 def other_postgres() -> Iterator[str]:
     """Another PostgreSQL than the agent's (its own data directory and server)."""

@@ -51,7 +51,9 @@ def viewer_of(ctx: Context) -> Viewer:
         if sees_all is not None or groups is not None:
             if sees_all is True:
                 return EVERYONE
-            return Viewer(tuple(str(g) for g in (groups or ())))
+            identity = _user_field(user, "identity")
+            return Viewer(tuple(str(g) for g in (groups or ())),
+                          None if identity is None else str(identity))
     return ctx.viewer
 
 
