@@ -321,13 +321,21 @@ def test_the_endpoint(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any,
                    "all clean")
 
 
-async def test_document_search(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any) -> None:
+async def test_document_search(poisoned: tuple[KnowledgeStore, IngestReport], fault: Any,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listings follow the rule answers follow: flagged documents are not listed by default
+    (issue 43), and listed neutralised where they are let in."""
     row = fault(16, "poisoned documents: document search (Python, graph)")
     store, _ = poisoned
+    hidden = await asearch("ferry refunds", store=store)
+    assert hidden.documents is not None
+    assert not POISONED & {i.doc_id for i in hidden.documents.items}
+    assert_clean([hidden.answer, *shown(hidden)])
+    monkeypatch.setenv("GROUNDED_AGENT_FLAGGED_DOCUMENTS", "include")
     page = await asearch("ferry refunds", store=store)
     assert page.documents is not None
     titles = [i.title for i in page.documents.items]
-    assert "Ferry refunds" in titles
+    assert "Ferry refunds" in titles  # the control: the same search finds it when let in
     assert_clean([page.answer, *shown(page)])
     graph = build_graph(chat_model=None, store=store)
     for q in ("List the documents about ferry refunds",
