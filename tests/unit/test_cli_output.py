@@ -80,3 +80,20 @@ def test_http_clients_retry_notes_are_for_verbose_runs_only() -> None:
         assert logger.isEnabledFor(logging.WARNING)
     finally:
         logger.setLevel(saved)
+
+
+def test_help_lists_every_command_with_what_it_does() -> None:
+    """`grounded-agent --help` names every command, each with a line of its own saying what it
+    does, and its description lists them all (a command added later is not left out)."""
+    import argparse
+    import re
+
+    from grounded_agent.cli import build_parser
+
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    text = parser.format_help()
+    described = set(re.findall(r"[a-z]+", (parser.description or "").split(":", 1)[-1]))
+    assert set(commands.choices) <= described, set(commands.choices) - described
+    for name in commands.choices:
+        assert re.search(rf"^ {{4}}{name} +\S", text, re.MULTILINE), f"{name} has no help line"
