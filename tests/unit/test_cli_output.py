@@ -35,6 +35,16 @@ def test_each_source_state_in_words() -> None:
     assert out.splitlines()[0].startswith("[Partial answer")
 
 
+def test_passages_below_the_low_threshold_are_counted_in_the_source_line_as_in_the_headline() -> None:
+    """A knowledge base returns its closest passages even for an off-topic question; all below
+    the low threshold, the source is not_found with a count. Its line said "nothing found" under
+    "[Not found: 5 passages found, none answers the question]"."""
+    out = render(_result("not_found", SourceReport(source="knowledge_base", status="not_found",
+                                                   coverage="complete", finding_count=5)))
+    assert out.splitlines()[0] == "[Not found: 5 passages found, none answers the question]"
+    assert "knowledge_base: 5 passages found, none relevant (coverage complete)" in out
+
+
 def test_nothing_found_anywhere_keeps_a_plain_headline() -> None:
     out = render(_result("not_found", SourceReport(source="knowledge_base", status="not_found",
                                                    coverage="complete", finding_count=0)))
