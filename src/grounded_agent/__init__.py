@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from grounded_agent.api import (
@@ -21,6 +22,11 @@ from grounded_agent.documents import DocumentItem, DocumentList, DocumentQuery
 from grounded_agent.graph.builder import build_graph
 from grounded_agent.schemas import AgentResult, Citation, Finding, InvalidQuestion, ToolOutcome
 from grounded_agent.search_api import asearch, search
+
+# ONNX Runtime (the embedding model, the offline judge) writes its telemetry session id to
+# $TMPDIR/.ses unless this is set: a run leaves nothing in temporary folders. Every ONNX Runtime
+# import in the package is lazy, so this line runs first.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 __all__ = [
     "AgentResult",

@@ -136,8 +136,8 @@ def _source_state(s: Any, answer_status: str) -> str:
     found = _plural(n, "passage") if n is not None else "passages"
     if s.status == "error":
         return f"could not be searched (error: {s.error_kind})"
-    if s.status == "not_found":
-        return "nothing found"
+    if s.status == "not_found":  # a read can return passages, every one below the low threshold
+        return f"{found} found, none relevant" if n else "nothing found"
     if s.status == "low_relevance":
         return f"{found} found, none relevant enough"
     if answer_status == "not_found":

@@ -486,7 +486,8 @@ def _classify(name: str) -> Callable[[Exception], Failure]:
 
     def classify(exc: Exception) -> Failure:
         failure = _failure(exc)
-        level = logging.ERROR if failure.kind == "unknown" else logging.WARNING
+        # an outage is warned once by the graph (nodes/call_tools); a bug here, with its cause
+        level = logging.ERROR if failure.kind == "unknown" else logging.INFO
         log.log(level, "source %s failed (%s): %s", name, failure.kind, type(exc).__name__)
         return failure
 

@@ -23,7 +23,7 @@ from responses import matchers
 from grounded_agent import aask, build_graph
 from grounded_agent.context import Context
 from grounded_agent.schemas import AgentResult, Finding, SourceReport
-from grounded_agent.store.errors import StoreTimeout
+from grounded_agent.store.errors import StoreTimeout, StoreUnavailable
 from grounded_agent.tools._retry import RetryPolicy
 from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
 from grounded_agent.tools.web_search import make_web_search_tool, search_web
@@ -367,3 +367,73 @@ async def test_wikipedia_partial_read_with_nothing_relevant_is_never_not_found(
     assert result.sources[0].status == "not_found" and result.sources[0].coverage == "partial"
     assert "could not find" not in result.answer.lower()
     row.record(saw=f"{result.status}: '{result.answer[:90]}'")
+
+
+# --- one warning per source outage ---------------------------------------------------------------
+
+
+class DownStore:
+    """A store double whose database cannot be reached."""
+
+    async def asearch(self, query: str, k: int = 5, filters: Any = None) -> list[Finding]:
+        raise StoreUnavailable("could not connect to the embedded database")
+
+
+def warned(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno >= level and r.name.startswith("grounded_agent")]
+
+
+async def test_each_source_outage_is_one_warning(
+    wiki: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The knowledge base, Wikipedia and web search all down: one WARNING line each (the graph's,
+    in call_tools); the retry loop, the tool and its guard say theirs at INFO, for -v. A
+    Wikipedia outage used to print three ~400-character warnings, one per layer."""
+    caplog.set_level(logging.INFO)
+    wiki.add(responses.GET, EN_API, body=requests.exceptions.ConnectionError(
+        "HTTPSConnectionPool(host='en.wikipedia.org', port=443): Max retries exceeded"))
+    with respx.mock(base_url=TAVILY) as web:
+        web.post("/search").mock(return_value=httpx.Response(503, json={}))
+        tools = {
+            "knowledge_base": make_knowledge_base_tool(
+                DownStore(),  # type: ignore[arg-type]
+                timeout_s=2.0, policy=RetryPolicy(max_retries=1, backoff_s=0.01)),
+            "wikipedia": make_wikipedia_tool(KeywordScorer(), timeout_s=2.0, backoff_s=0.01),
+            "web": make_web_search_tool(KeywordScorer(), api_key=KEY, timeout_s=2.0,
+                                        backoff_s=0.01),
+        }
+        result = await run(tools, ["knowledge_base", "wikipedia", "web"])
+    assert_failure_not_absence(result)
+    lines = warned(caplog)
+    assert sorted(line.split()[1] for line in lines) == ["knowledge_base", "web", "wikipedia"], lines
+    assert all(line.startswith("source ") for line in lines), lines
+    assert [w.kind for w in result.warnings].count("source_unavailable") == 3
+    # the control: the layers below did see each outage, more than once for Wikipedia (at INFO)
+    assert sum("wikipedia" in line for line in warned(caplog, logging.INFO)) >= 3
+
+
+@pytest.mark.parametrize("pages", ["every page fails", "one of two pages fails"])
+async def test_a_wikipedia_read_that_fails_page_by_page_is_one_warning(
+    wiki: responses.RequestsMock, caplog: pytest.LogCaptureFixture, pages: str
+) -> None:
+    """Pages that cannot be read are logged one by one at INFO; the read gets one WARNING: the
+    source failed (every page), or was read in part (some)."""
+    caplog.set_level(logging.INFO)
+    wiki.add(responses.GET, EN_API, match=SEARCH, json=_search_body("Tidal locking", "Moon"))
+    if pages == "every page fails":
+        wiki.add(responses.GET, EN_API, match=_page(100), status=503, body="busy")
+    else:
+        wiki.add(responses.GET, EN_API, match=_page(100),
+                 json=_page_body(100, "Tidal locking", "The Moon always shows the same face."))
+    wiki.add(responses.GET, EN_API, match=_page(101), status=503, body="busy")
+    scorer = KeywordScorer({"same face": 0.9, "tidal": 0.8, "moon": 0.7})
+    tool = make_wikipedia_tool(scorer, timeout_s=4.0, backoff_s=0.01)
+    result = await aask("Why does the Moon always show the same face? tidal locking",
+                        sources=["wikipedia"], graph=build_graph(chat_model=None,
+                                                                 tools={"wikipedia": tool}))
+    lines = warned(caplog)
+    expected = "failed (" if pages == "every page fails" else "read in part: "
+    assert len(lines) == 1 and lines[0].startswith(f"source wikipedia {expected}"), lines
+    assert result.sources[0].coverage != "complete"
+    assert sum("could not be read" in line for line in warned(caplog, logging.INFO)) >= 1

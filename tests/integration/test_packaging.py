@@ -31,6 +31,7 @@ def test_the_wheel_ships_the_sample_kb_and_no_evaluation_or_test_code(tmp_path: 
     names = zipfile.ZipFile(wheel).namelist()
     sample = [n for n in names if n.startswith("grounded_agent/sample/")]
     assert "grounded_agent/sample/questions.txt" in sample
+    assert "grounded_agent/sample/eval_questions.jsonl" in sample  # notebook 03 without ../shared
     for suffix in (".md", ".pdf", ".docx", ".meta.yaml"):
         assert any(n.startswith("grounded_agent/sample/kb/") and n.endswith(suffix) for n in sample)
     # the tables the code reads (text.data_lines) are package data

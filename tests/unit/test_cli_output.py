@@ -35,6 +35,16 @@ def test_each_source_state_in_words() -> None:
     assert out.splitlines()[0].startswith("[Partial answer")
 
 
+def test_passages_below_the_low_threshold_are_counted_in_the_source_line_as_in_the_headline() -> None:
+    """A knowledge base returns its closest passages even for an off-topic question; all below
+    the low threshold, the source is not_found with a count. Its line said "nothing found" under
+    "[Not found: 5 passages found, none answers the question]"."""
+    out = render(_result("not_found", SourceReport(source="knowledge_base", status="not_found",
+                                                   coverage="complete", finding_count=5)))
+    assert out.splitlines()[0] == "[Not found: 5 passages found, none answers the question]"
+    assert "knowledge_base: 5 passages found, none relevant (coverage complete)" in out
+
+
 def test_nothing_found_anywhere_keeps_a_plain_headline() -> None:
     out = render(_result("not_found", SourceReport(source="knowledge_base", status="not_found",
                                                    coverage="complete", finding_count=0)))
@@ -80,3 +90,20 @@ def test_http_clients_retry_notes_are_for_verbose_runs_only() -> None:
         assert logger.isEnabledFor(logging.WARNING)
     finally:
         logger.setLevel(saved)
+
+
+def test_help_lists_every_command_with_what_it_does() -> None:
+    """`grounded-agent --help` names every command, each with a line of its own saying what it
+    does, and its description lists them all (a command added later is not left out)."""
+    import argparse
+    import re
+
+    from grounded_agent.cli import build_parser
+
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    text = parser.format_help()
+    described = set(re.findall(r"[a-z]+", (parser.description or "").split(":", 1)[-1]))
+    assert set(commands.choices) <= described, set(commands.choices) - described
+    for name in commands.choices:
+        assert re.search(rf"^ {{4}}{name} +\S", text, re.MULTILINE), f"{name} has no help line"

@@ -181,8 +181,11 @@ async def _run(
 
 
 def _outcome_step(state: AgentState, outcome: ToolOutcome) -> dict[str, Any]:
+    # the one warning of a source outage: the layers below log theirs at INFO (for -v)
     if outcome.status == "error":
         log.warning("source %s failed (%s): %s", outcome.source, outcome.error_kind, outcome.detail)
+    elif outcome.coverage == "partial":
+        log.warning("source %s read in part: %s", outcome.source, outcome.detail)
     return step(
         state,
         "call_tools",

@@ -197,8 +197,8 @@ class _Retries:
             remaining_s=remaining_s,
             policy=self.policy,
         )
-        if delay is None:
-            log.warning(
+        if delay is None:  # INFO: the graph warns once per failed source (nodes/call_tools)
+            log.info(
                 "%s failed (%s), not retrying: %s", self.label, failure.kind, failure.detail
             )
             raise SourceFailure(failure)

@@ -45,8 +45,8 @@ def default_classify(source: str) -> Classify:
     def classify(exc: Exception) -> Failure:
         if isinstance(exc, SourceFailure):
             return exc.failure
-        if isinstance(exc, TimeoutError):
-            log.warning("tool %s timed out: %s", source, exc)
+        if isinstance(exc, TimeoutError):  # the graph warns once (nodes/call_tools)
+            log.info("tool %s timed out: %s", source, exc)
             return Failure("timeout", True, str(exc) or "timeout")
         log.error("tool %s failed unexpectedly: %s", source, redacted_traceback(exc))
         return Failure("unknown", False, type(exc).__name__)
@@ -72,7 +72,7 @@ async def guarded(
             return await work()
     except Exception as exc:  # a tool must never raise into the graph
         if isinstance(exc, TimeoutError) and limit.expired():
-            log.warning("tool %s timed out after %.1fs", source, timeout_s or 0.0)
+            log.info("tool %s timed out after %.1fs", source, timeout_s or 0.0)
             failure = Failure(
                 "timeout", True, timeout_detail or f"no answer within {timeout_s or 0.0:.1f}s"
             )

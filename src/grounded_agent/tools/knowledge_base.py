@@ -74,7 +74,7 @@ def _store_failure(exc: Exception) -> Failure:
     from grounded_agent.store.errors import StoreUnavailable
 
     if isinstance(exc, StoreUnavailable):
-        log.warning("knowledge_base unavailable: %s", exc)
+        log.info("knowledge_base unavailable: %s", exc)  # the graph warns (nodes/call_tools)
         return Failure("unavailable", False, str(exc))
     return default_classify("knowledge_base")(exc)
 

@@ -344,7 +344,7 @@ def make_web_search_tool(
     async def web(args: WebSearchArgs) -> ToolOutcome:
         key = resolve_key(held)
         if key is None:
-            log.warning("web search skipped: no Tavily API key configured")
+            log.info("web search skipped: no Tavily API key configured")
             return ToolOutcome.error(
                 "web", args.query, "config", "no Tavily API key (pass api_key or set TAVILY_API_KEY)"
             )

@@ -458,8 +458,8 @@ def _read(
             tried += 1
             try:
                 findings.extend(_read_hit(wiki, hit, s, scorer, read))
-            except SourceFailure as exc:
-                log.warning(
+            except SourceFailure as exc:  # in the outcome's detail, warned once by the graph
+                log.info(
                     "wikipedia: page %r could not be read (%s): %s",
                     hit.title,
                     exc.failure.kind,
@@ -682,8 +682,8 @@ async def _search(settings: _Settings, scorer: RelevanceScorer, timeout_s: float
 
 
 def _wikipedia_failure(exc: Exception) -> Failure:
-    if isinstance(exc, SourceFailure):
-        log.warning("wikipedia failed (%s): %s", exc.failure.kind, exc.failure.detail)
+    if isinstance(exc, SourceFailure):  # the graph's one warning says it (nodes/call_tools)
+        log.info("wikipedia failed (%s): %s", exc.failure.kind, exc.failure.detail)
         return exc.failure
     if isinstance(exc, TimeoutError):
         return default_classify("wikipedia")(exc)
