@@ -526,7 +526,7 @@ HEAD = (
 
 
 def loss_text(r: Row) -> str:
-    return "-" if r.short else f"{r.cos_loss:.4f}"
+    return "-" if r.short else f"{round(r.cos_loss, 4) + 0.0:.4f}"  # no -0.0000
 
 
 def fmt_row(r: Row) -> str:
