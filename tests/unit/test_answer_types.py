@@ -1,7 +1,8 @@
 """Answer types over classes of form (issue 45): a price question is answered only by a sentence
 that states money, and a figure that is no money (a measure, a length of time, a time of day, a
-date, a contact, an ordinal, a code, a number written out without a currency) states none.
-Several forms of each class, and the forms of money that must still count."""
+date, a contact, an ordinal, a code, a number written out without a currency) states none; a
+"how many" or "how much" question only by a quantity, which a date, a time of day, a contact, a
+code or an ordinal is not. Several forms of each class, and the forms that must still count."""
 
 from __future__ import annotations
 
@@ -116,10 +117,42 @@ def test_money_still_states_a_price(sentence: str) -> None:
     assert holds_type("price", sentence), sentence
 
 
-def test_the_other_kinds_are_unchanged_by_the_price_forms() -> None:
-    """The price forms decide prices only: a measure still answers "how much water", a year a
-    "when", a phone number a "which number"."""
-    assert holds_type("amount", "Its base has a 360-degree connector.")
-    assert holds_type("number", "It holds 1.7 litres.")
+NOT_A_QUANTITY = {
+    "a date": ["The workshop has been open since 2011.", "The tenancy began on 15 March 2024."],
+    "a time of day": ["The pool opens at 8 am.", "Check-out is by 10:30 am."],
+    "a contact": ["Call +49 30 1234567 for help.", "Write to desk2@example.org."],
+    "a code or model name": ["The Zephyr X200 has a steel body.", "Model ZK-360 ships in white."],
+    "an ordinal": ["Lockers are on the 2nd floor.", "The first lesson is on a Monday."],
+}
+
+
+@pytest.mark.parametrize(("form", "sentence"), [
+    (form, sentence) for form, sentences in NOT_A_QUANTITY.items() for sentence in sentences
+])
+def test_a_figure_that_counts_nothing_answers_no_how_many_or_how_much(form: str, sentence: str) -> None:
+    assert not holds_type("number", sentence), form
+    assert not holds_type("amount", sentence), form
+
+
+@pytest.mark.parametrize("sentence", [
+    "It holds 1.7 litres.",
+    "Its base has a 360-degree connector.",
+    "The workshop can store up to 20 bikes.",
+    "Two hygienists work at the practice.",
+    "You get at least 48 hours' notice.",
+    "About 80% of requests are answered within a day.",
+    "Since 2011 the workshop has stored up to 20 bikes at a time.",
+])
+def test_counts_and_measures_still_answer_how_many_and_how_much(sentence: str) -> None:
+    assert holds_type("number", sentence), sentence
+    assert holds_type("amount", sentence), sentence
+
+
+def test_money_answers_how_much_and_the_other_kinds_keep_their_figures() -> None:
+    """"How much" may ask for money; a year still answers a "when", a phone number a "which
+    number", a time of day an opening time."""
+    assert holds_type("amount", "Entry is free.")
+    assert holds_type("amount", "It costs EUR 49.")
     assert holds_type("date", "Dr Nandakumar has led the practice since 2011.")
+    assert holds_type("date", "The pool opens at 8 am.")
     assert holds_type("phone", "Call +49 30 1234567 for help.")

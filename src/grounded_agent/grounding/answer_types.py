@@ -93,7 +93,9 @@ _MEASURE = (r"(litres?|liters?|l|ml|cl|kg|kilos?|kilograms?|grams?|g|mg|tonnes?|
             r"people|persons?|pages?|seats?|rooms?|floors?|items?)")
 _MONTH = (r"(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sept?(ember)?|"
           r"oct(ober)?|nov(ember)?|dec(ember)?)")
-_NOT_MONEY: tuple[re.Pattern[str], ...] = (
+_CODE = re.compile(r"\b[a-zA-Z]+-?\d[\w.]*")
+"""A name or code with a figure: "X200", "ZK-360", "COVID-19", "v2"."""
+_NOT_QUANTITY: tuple[re.Pattern[str], ...] = (
     # a contact: an address on the web or for mail, a phone number ("+49 30 1234567",
     # "0800 123 456": a leading plus, or three groups of digits)
     re.compile(r"\S+@\S+|\bhttps?://\S+|\bwww\.\S+"),
@@ -106,15 +108,21 @@ _NOT_MONEY: tuple[re.Pattern[str], ...] = (
                r"(19|20)\d\d(s|\s*[-–/]\s*(19|20)?\d\d)?\b|\b(19|20)\d0s\b", _Q),
     # a time of day: "08:00", "4 pm", "7.30 a.m."
     CLOCK,
+    _CODE,
+)
+"""Figures that count or measure nothing: contacts, dates, times of day, codes."""
+_NOT_MONEY: tuple[re.Pattern[str], ...] = (
+    *_NOT_QUANTITY[:-1],
     # a length of time: "5 days", "two to four weeks", "a 24-hour line", "10 business days"
     re.compile(rf"\b{_SPAN}\s*-?\s*((?!(per|a|an|each|every|for|the|in|on|of)\b)[a-z]+\s+)?"
                rf"({_TIME})s?\b", _Q),
     # a measure: "1.7 litres", "20 kg", "a 360-degree connector", "30 x 20 cm", "a two-litre jug"
     re.compile(rf"\b{_SPAN}\s*-?\s*{_MEASURE}(?![\w])", _Q),
-    # a name or code with a figure: "X200", "ZK-360", "COVID-19", "v2", "4B", "3D"
-    re.compile(r"\b[a-zA-Z]+-?\d[\w.]*|\b\d+[A-Z]\w*"),
+    # a name or code with a figure: "X200", "ZK-360", "4B", "3D" (measures are read above)
+    _CODE,
+    re.compile(r"\b\d+[A-Z]\w*"),
 )
-"""Figures that are not money: contacts, dates, times of day, lengths of time, measures, codes."""
+"""Figures that are not money: the above, lengths of time and measures."""
 _PRICE_FIGURE = re.compile(
     r"(?<![\w.,])\d+([.,]\d+)*(?![\w]|[.,]\d)|%|\bper ?cent\b|"
     rf"\b({'|'.join(sorted(SHARE_WORDS, key=len, reverse=True))})\b", _Q)
@@ -139,6 +147,12 @@ def asked_type(question: str) -> AnswerType | None:
     return None
 
 
+def _set_aside(sentence: str, figures: tuple[re.Pattern[str], ...]) -> str:
+    for figure in figures:
+        sentence = figure.sub(" ", sentence)
+    return sentence
+
+
 def holds_type(kind: AnswerType | None, sentence: str) -> bool:
     """Whether the sentence holds something of that kind (True when the kind is unknown)."""
     if kind is None:
@@ -148,15 +162,17 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
     cardinal = bool(_CARDINAL_DIGITS.search(sentence) or _CARDINAL_WORD.search(sentence))
     if kind == "phone":
         return len(re.findall(r"\d", sentence)) >= 3
-    if kind == "amount":  # "how much" may ask for money, a quantity or time ("how much notice")
-        return number or bool(_MONEY.search(sentence))
+    if kind in ("amount", "number"):  # a quantity: a date, a clock time, a code counts nothing
+        rest = _set_aside(sentence, _NOT_QUANTITY)
+        counted = bool(_CARDINAL_DIGITS.search(rest) or _CARDINAL_WORD.search(rest))
+        if kind == "number":
+            return counted
+        # "how much" may ask for money, a quantity or time ("how much notice")
+        return counted or bool(_MONEY.search(sentence))
     if kind == "price":  # a fee is not answered by "within 5 days" or "from 08:00"
         if _MONEY.search(sentence):
             return True
-        rest = sentence
-        for figure in _NOT_MONEY:
-            rest = figure.sub(" ", rest)
-        return bool(_PRICE_FIGURE.search(rest))
+        return bool(_PRICE_FIGURE.search(_set_aside(sentence, _NOT_MONEY)))
     duration = (cardinal and bool(_UNIT.search(sentence))) or bool(_A_UNIT.search(sentence))
     if kind == "duration":
         return duration
@@ -164,6 +180,4 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
         return duration or bool(_EVERY.search(sentence))
     if kind == "date":
         return number or bool(_MONTH_DAY.search(sentence))
-    if kind == "number":
-        return cardinal
     return bool(_CAPITAL.search(sentence))
