@@ -95,7 +95,7 @@ _MONTH = (r"(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|
           r"oct(ober)?|nov(ember)?|dec(ember)?)")
 _CODE = re.compile(r"\b[a-zA-Z]+-?\d[\w.]*")
 """A name or code with a figure: "X200", "ZK-360", "COVID-19", "v2"."""
-_NOT_QUANTITY: tuple[re.Pattern[str], ...] = (
+_NOT_COUNTED: tuple[re.Pattern[str], ...] = (
     # a contact: an address on the web or for mail, a phone number ("+49 30 1234567",
     # "0800 123 456": a leading plus, or three groups of digits)
     re.compile(r"\S+@\S+|\bhttps?://\S+|\bwww\.\S+"),
@@ -108,11 +108,11 @@ _NOT_QUANTITY: tuple[re.Pattern[str], ...] = (
                r"(19|20)\d\d(s|\s*[-–/]\s*(19|20)?\d\d)?\b|\b(19|20)\d0s\b", _Q),
     # a time of day: "08:00", "4 pm", "7.30 a.m."
     CLOCK,
-    _CODE,
 )
+_NOT_QUANTITY = (*_NOT_COUNTED, _CODE)
 """Figures that count or measure nothing: contacts, dates, times of day, codes."""
 _NOT_MONEY: tuple[re.Pattern[str], ...] = (
-    *_NOT_QUANTITY[:-1],
+    *_NOT_COUNTED,
     # a length of time: "5 days", "two to four weeks", "a 24-hour line", "10 business days"
     re.compile(rf"\b{_SPAN}\s*-?\s*((?!(per|a|an|each|every|for|the|in|on|of)\b)[a-z]+\s+)?"
                rf"({_TIME})s?\b", _Q),
