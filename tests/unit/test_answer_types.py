@@ -142,6 +142,7 @@ def test_a_figure_that_counts_nothing_answers_no_how_many_or_how_much(form: str,
     "You get at least 48 hours' notice.",
     "About 80% of requests are answered within a day.",
     "Since 2011 the workshop has stored up to 20 bikes at a time.",
+    "Kayaks are hired to over-18s only.",
 ])
 def test_counts_and_measures_still_answer_how_many_and_how_much(sentence: str) -> None:
     assert holds_type("number", sentence), sentence

@@ -93,8 +93,9 @@ _MEASURE = (r"(litres?|liters?|l|ml|cl|kg|kilos?|kilograms?|grams?|g|mg|tonnes?|
             r"people|persons?|pages?|seats?|rooms?|floors?|items?)")
 _MONTH = (r"(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sept?(ember)?|"
           r"oct(ober)?|nov(ember)?|dec(ember)?)")
-_CODE = re.compile(r"\b[a-zA-Z]+-?\d[\w.]*")
-"""A name or code with a figure: "X200", "ZK-360", "COVID-19", "v2"."""
+_CODE = re.compile(r"\b[a-zA-Z]+\d[\w.]*|\b[A-Z]+-\d[\w.]*")
+"""A name or code with a figure: "X200", "v2", "ZK-360", "COVID-19"; not a compound of a word
+and a figure ("under-18s", "a 5-litre tank")."""
 _NOT_COUNTED: tuple[re.Pattern[str], ...] = (
     # a contact: an address on the web or for mail, a phone number ("+49 30 1234567",
     # "0800 123 456": a leading plus, or three groups of digits)
