@@ -119,6 +119,22 @@ async def test_the_name_works_as_any_source_name(vectorstore: InMemoryVectorStor
         await aask("How much does the Zephyr Kettle cost?", graph=graph, sources=["intranet"])
 
 
+async def test_a_price_question_the_documents_do_not_price_abstains(embeddings: Embeddings) -> None:
+    """Issue 45: without the price list, nothing states what the kettle costs; the kettle's
+    passage shares every key term and holds figures (1.7 litres, four minutes, a 360-degree
+    connector), none of them money, so the offline agent abstains, while the capacity question
+    on the same passage is still answered (control)."""
+    vs = InMemoryVectorStore(embeddings)
+    vs.add_documents([d for d in DOCS if d.metadata.get("source") != "prices/price_list.md"])
+    graph = build_graph(chat_model=None, tools={"my_docs": from_vectorstore(vs, name="my_docs")})
+    cost = await aask("How much does the Zephyr Kettle cost?", graph=graph)
+    assert cost.status not in ("answered", "answered_with_caveat", "partial"), cost.answer
+    assert "360-degree" not in (cost.answer or "") and not cost.citations
+    litres = await aask("How many litres does the Zephyr Kettle hold?", graph=graph)
+    assert litres.status == "answered", litres.answer
+    assert "1.7 litres" in litres.answer
+
+
 class _Broken(BaseRetriever):
     """A user's retriever whose backend is down, or hangs."""
 

@@ -76,7 +76,7 @@ def test_the_users_own_circumstances_are_not_names_asked_about() -> None:
 @pytest.mark.parametrize(
     ("question", "kind"),
     [
-        ("How much do I pay each month for water?", "amount"),
+        ("How much do I pay each month for water?", "price"),  # "how much" with paying: money
         ("How long can I keep a DVD?", "duration"),
         ("When does the Harbor branch open on Saturdays?", "date"),
         ("Which number do I call when a pipe bursts?", "phone"),

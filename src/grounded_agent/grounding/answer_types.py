@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from grounded_agent.grounding.quantities import NUMBER_WORDS, TIME_UNITS
+from grounded_agent.grounding.quantities import CLOCK, NUMBER_WORDS, SHARE_WORDS, TIME_UNITS
 
 AnswerType = Literal[
     "amount", "price", "duration", "frequency", "date", "number", "phone", "person", "place"
@@ -55,6 +55,10 @@ _TOPIC_WORDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     ("price", re.compile(r"\b(have to|need to|must|should) pay\b|\bpay (for|to)\b", _Q)),
 )
 
+_PAYING = re.compile(r"\b(pay|pays|paying|spend|spends|spent|owe|owes)\b", _Q)
+"""Verbs of paying: "how much" with one asks for money ("How much do I pay for parking?"). Not
+"paid", mostly an adjective there ("How much paid leave do I get?" asks for time)."""
+
 _DIGIT = re.compile(r"\d")
 _CARDINAL_DIGITS = re.compile(r"\d(?![\d.,]*(?:st|nd|rd|th)\b)", re.IGNORECASE)
 """A digit that is no ordinal ("1st", "22nd"): a count, an amount, a length of time."""
@@ -74,36 +78,80 @@ _EVERY = re.compile(
     r"\b(daily|weekly|fortnightly|monthly|quarterly|annually|yearly|hourly|every|each (day|week|"
     r"month|year)|once|twice|times (a|an|per|each))\b", _Q)
 _MONEY = re.compile(
-    r"(€|\$|£|¥|\b(eur|euro|euros|usd|dollars?|pounds?|cents?|gbp|chf|yen)\b|\bfree\b|"
-    r"\bno (charge|fee|cost)\b|\bfree of charge\b)", _Q)
+    r"(€|\$|£|¥|\b(eur|euro|euros|usd|dollars?|pounds?|cents?|gbp|chf|yen)\b|"
+    r"\b(eur|usd|gbp|chf)(?=\d)|(?<=\d)(eur|usd|gbp|chf)\b|\b\d+p\b|"  # "EUR49", "49EUR", "50p"
+    r"(?<!-)(?<!feel )\bfree\b|\bno (charge|fee|cost)\b)", _Q)
+"""Money, or its absence: a currency, "free", "no charge". Not "hands-free" or "feel free", where
+"free" means "without" or "welcome to", not "at no cost"."""
 _NUMBER = rf"(\d+([.,]\d+)?|{_CARDINALS})"
 """A figure in a time phrase, digits or words (quantities._NUMBER reads digits, any separators)."""
+_SPAN = rf"{_NUMBER}((\s*[-–x×]\s*|\s+(to|or|by)\s+){_NUMBER})?"
+"""A figure or a span of two: "5", "5-10", "two to four", "30 x 20"."""
 _MEASURE = (r"(litres?|liters?|l|ml|cl|kg|kilos?|kilograms?|grams?|g|mg|tonnes?|tons?|km|"
             r"kilometres?|kilometers?|metres?|meters?|m|cm|mm|miles?|inch(es)?|feet|ft|"
             r"gb|mb|tb|kb|kwh|wh|kw|w|watts?|volts?|v|amps?|degrees?|°c?|"
             r"people|persons?|pages?|seats?|rooms?|floors?|items?)")
-_NOT_PRICE = re.compile(
-    r"\b\d{1,2}:\d{2}\b|"  # a time of day
-    rf"\b{_NUMBER}(\s*-\s*|\s+to\s+|\s+)({_NUMBER}\s+)?(working\s+|calendar\s+)?"
-    rf"({_TIME})s?\b|"
-    rf"\b{_NUMBER}\s*{_MEASURE}(?![\w])",  # a measure: "1.7 litres", "20 kg"
-    _Q)
-"""Figures that are times or measures, not prices: "08:00", "5 days", "two to four weeks",
-"1.7 litres", "20 kg"."""
+_MONTH = (r"(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sept?(ember)?|"
+          r"oct(ober)?|nov(ember)?|dec(ember)?)")
+_CODE = re.compile(r"\b[a-zA-Z]+\d[\w.]*|\b[A-Z]+-\d[\w.]*")
+"""A name or code with a figure: "X200", "v2", "ZK-360", "COVID-19"; not a compound of a word
+and a figure ("under-18s", "a 5-litre tank")."""
+_NOT_COUNTED: tuple[re.Pattern[str], ...] = (
+    # a contact: an address on the web or for mail, a phone number ("+49 30 1234567",
+    # "0800 123 456": a leading plus, or three groups of digits)
+    re.compile(r"\S+@\S+|\bhttps?://\S+|\bwww\.\S+"),
+    re.compile(r"\+\d[\d\s()/-]{5,}\d|\b\d{2,}([ /-]\d{2,}){2,}\b"),
+    # a date: "2026-01-15", "15/01/2026", "15 March 2026", "March 15", "in 2011", "the 1990s"
+    re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b", _Q),
+    re.compile(rf"\b\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?{_MONTH}\b(\.?,?\s+\d{{4}}\b)?|"
+               rf"\b{_MONTH}\.?\s+\d{{1,4}}(st|nd|rd|th)?\b(,?\s+\d{{4}}\b)?", _Q),
+    re.compile(r"\b(in|since|until|till|before|after|during)\s+(the\s+)?(year\s+)?"
+               r"(19|20)\d\d(s|\s*[-–/]\s*(19|20)?\d\d)?\b|\b(19|20)\d0s\b", _Q),
+    # a time of day: "08:00", "4 pm", "7.30 a.m."
+    CLOCK,
+)
+_NOT_QUANTITY = (*_NOT_COUNTED, _CODE)
+"""Figures that count or measure nothing: contacts, dates, times of day, codes."""
+_NOT_MONEY: tuple[re.Pattern[str], ...] = (
+    *_NOT_COUNTED,
+    # a length of time: "5 days", "two to four weeks", "a 24-hour line", "10 business days"
+    re.compile(rf"\b{_SPAN}\s*-?\s*((?!(per|a|an|each|every|for|the|in|on|of)\b)[a-z]+\s+)?"
+               rf"({_TIME})s?\b", _Q),
+    # a measure: "1.7 litres", "20 kg", "a 360-degree connector", "30 x 20 cm", "a two-litre jug"
+    re.compile(rf"\b{_SPAN}\s*-?\s*{_MEASURE}(?![\w])", _Q),
+    # a name or code with a figure: "X200", "ZK-360", "4B", "3D" (measures are read above)
+    _CODE,
+    re.compile(r"\b\d+[A-Z]\w*"),
+)
+"""Figures that are not money: the above, lengths of time and measures."""
+_PRICE_FIGURE = re.compile(
+    r"(?<![\w.,])\d+([.,]\d+)*(?![\w]|[.,]\d)|%|\bper ?cent\b|"
+    rf"\b({'|'.join(sorted(SHARE_WORDS, key=len, reverse=True))})\b", _Q)
+"""What states a price where no currency is written: a cardinal in digits ("costs 29 per user",
+not "the 2nd floor") or a share ("5% of the invoice", "half the adult fare"). A number written
+out without a currency ("two hygienists", "one connector", "the first visit") states none."""
 _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
 
 
 def asked_type(question: str) -> AnswerType | None:
     """The kind of answer the question asks for, or None when its form does not say. "How
-    much" with a word that names a price ("How much does it cost?") asks for a price, not for
-    any quantity."""
+    much" with a word that names a price or a verb of paying ("How much does it cost?", "How
+    much do I pay?") asks for a price, not for any quantity."""
     for rules in (_QUESTION_FORMS, _TOPIC_WORDS):
         for kind, pattern in rules:
             if pattern.search(question):
-                if kind == "amount" and _TOPIC_WORDS[0][1].search(question):
+                if kind == "amount" and (
+                    _TOPIC_WORDS[0][1].search(question) or _PAYING.search(question)
+                ):
                     return "price"
                 return kind
     return None
+
+
+def _set_aside(sentence: str, figures: tuple[re.Pattern[str], ...]) -> str:
+    for figure in figures:
+        sentence = figure.sub(" ", sentence)
+    return sentence
 
 
 def holds_type(kind: AnswerType | None, sentence: str) -> bool:
@@ -115,13 +163,17 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
     cardinal = bool(_CARDINAL_DIGITS.search(sentence) or _CARDINAL_WORD.search(sentence))
     if kind == "phone":
         return len(re.findall(r"\d", sentence)) >= 3
-    if kind == "amount":  # "how much" may ask for money, a quantity or time ("how much notice")
-        return number or bool(_MONEY.search(sentence))
+    if kind in ("amount", "number"):  # a quantity: a date, a clock time, a code counts nothing
+        rest = _set_aside(sentence, _NOT_QUANTITY)
+        counted = bool(_CARDINAL_DIGITS.search(rest) or _CARDINAL_WORD.search(rest))
+        if kind == "number":
+            return counted
+        # "how much" may ask for money, a quantity or time ("how much notice")
+        return counted or bool(_MONEY.search(sentence))
     if kind == "price":  # a fee is not answered by "within 5 days" or "from 08:00"
         if _MONEY.search(sentence):
             return True
-        rest = _NOT_PRICE.sub(" ", sentence)
-        return bool(_DIGIT.search(rest) or _NUMBER_WORD.search(rest))
+        return bool(_PRICE_FIGURE.search(_set_aside(sentence, _NOT_MONEY)))
     duration = (cardinal and bool(_UNIT.search(sentence))) or bool(_A_UNIT.search(sentence))
     if kind == "duration":
         return duration
@@ -129,6 +181,4 @@ def holds_type(kind: AnswerType | None, sentence: str) -> bool:
         return duration or bool(_EVERY.search(sentence))
     if kind == "date":
         return number or bool(_MONTH_DAY.search(sentence))
-    if kind == "number":
-        return cardinal
     return bool(_CAPITAL.search(sentence))

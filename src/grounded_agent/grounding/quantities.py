@@ -30,8 +30,8 @@ def _table() -> tuple[dict[str, int], dict[str, float], dict[str, tuple[str, flo
     return numbers, parts, units
 
 
-NUMBER_WORDS, _SHARES, _UNITS = _table()
-"""Numbers written as words (answer_types reads them too), shares in words, units by kind."""
+NUMBER_WORDS, SHARE_WORDS, _UNITS = _table()
+"""Numbers written as words, shares in words (answer_types reads both too), units by kind."""
 TIME_UNITS = tuple(u for u, (kind, _) in _UNITS.items() if kind == "time")
 _WORDS = {**NUMBER_WORDS, "a": 1, "an": 1, "half a": 0.5, "half an": 0.5}
 _UNIT_WORDS = "|".join(sorted((re.escape(u) for u in _UNITS if u != "%"), key=len, reverse=True))
@@ -44,11 +44,11 @@ _WORD_QUANTITY = re.compile(
     re.IGNORECASE,
 )
 _SHARE = re.compile(
-    rf"\b(?:{'|'.join(sorted(_SHARES, key=len, reverse=True))})\b(?!\s+an?\b)", re.IGNORECASE
+    rf"\b(?:{'|'.join(sorted(SHARE_WORDS, key=len, reverse=True))})\b(?!\s+an?\b)", re.IGNORECASE
 )
 """A share ("a fifth"); "half an hour" is a time, read above."""
 _DIGITS = re.compile(_NUMBER)
-_CLOCK = re.compile(
+CLOCK = re.compile(
     r"\b(?P<h>\d{1,2})(?:[:.](?P<m>\d{2}))?\s*(?P<half>[ap])\.?\s?m\b\.?"
     r"|\b(?P<h24>\d{1,2}):(?P<m24>\d{2})\b",
     re.IGNORECASE,
@@ -92,7 +92,7 @@ def quantities(text: str) -> list[Quantity]:
             n, unit = read(m.group("n")), _unit(m.group("u"))
             if n is not None and unit is not None:
                 out.append(Quantity(unit[0], n * unit[1]))
-    out += [Quantity("share", _SHARES[m.group(0).lower()]) for m in _SHARE.finditer(text)]
+    out += [Quantity("share", SHARE_WORDS[m.group(0).lower()]) for m in _SHARE.finditer(text)]
     return out
 
 
@@ -126,8 +126,8 @@ def figures_stated(sentence: str, sources: str) -> bool:
     word ("10" for "ten"), as the same time of day ("4 pm" for "16:00"), or as the same quantity
     in another unit. A figure that is none of these is a changed one."""
     written = {_number(m.group(0)) for m in _DIGITS.finditer(sources)} | _numbers_as_words(sources)
-    times = {_clock(m) for m in _CLOCK.finditer(sources)} - {None}
-    clocks = [(m.start(), m.end(), _clock(m)) for m in _CLOCK.finditer(sentence)]
+    times = {_clock(m) for m in CLOCK.finditer(sources)} - {None}
+    clocks = [(m.start(), m.end(), _clock(m)) for m in CLOCK.finditer(sentence)]
     theirs = quantities(sources)
     for m in _DIGITS.finditer(sentence):
         if _number(m.group(0)) in written:
