@@ -5,6 +5,7 @@ offline, and that a judge that is down gives the trained judge's outcome, never 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -141,9 +142,10 @@ async def test_offline_the_local_judge_decides_in_the_trained_judges_place(
 
 @pytest.mark.parametrize("failure", [httpx.ConnectError("refused"), httpx.ReadTimeout("slow")])
 async def test_a_judge_that_is_down_gives_the_trained_judges_outcome_either_way(
-        server: respx.Router, failure: Exception) -> None:
+        server: respx.Router, failure: Exception, caplog: pytest.LogCaptureFixture) -> None:
     """Negative control: were an unreachable judge read as "no", the first run would abstain;
     read as "yes", the second would answer. Each gives what the trained judge alone gives."""
+    caplog.set_level(logging.INFO, logger="grounded_agent.decisions")
     server.post("/completion").mock(side_effect=failure)
     for veto, status in ((0.0, "answered"), (0.99, "not_found")):
         alone = await aask(QUESTION, graph=graph(), context=ctx(judge_veto=veto))
@@ -152,6 +154,12 @@ async def test_a_judge_that_is_down_gives_the_trained_judges_outcome_either_way(
         assert down.status == alone.status and down.answer == alone.answer
         assert "local judge unavailable" in score_confidence_detail(down)
         assert "trained judge decided" in score_confidence_detail(down)
+    # the log line says so too, as a field of its own
+    lines = [json.loads(r.getMessage()) for r in caplog.records
+             if r.name == "grounded_agent.decisions"]
+    fell_back = [x["judged_by"] for x in lines if x["node"] == "score_confidence"
+                 and "judged_by" in x]
+    assert len(fell_back) == 2 and all("unavailable" in w for w in fell_back)
 
 
 async def test_the_default_offline_mode_and_llm_mode_ask_no_local_judge(

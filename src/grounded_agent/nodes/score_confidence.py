@@ -41,12 +41,13 @@ async def score_confidence(
         checked = local.vetted(conf, evidence)
         if checked is conf:
             return _done(state, conf, _by(f"model call skipped: {why}", local), "deterministic",
-                         draft)
+                         draft, local)
         if not judges:  # offline the judge's doubt is final; a model judges it instead
-            return _done(state, checked, _by(checked.reason, local), "judge", draft)
+            return _done(state, checked, _by(checked.reason, local), "judge", draft,
+                         local)
     conf = local.verdict()
     if not judges:
-        return _done(state, conf, _by(conf.reason, local), "local_scorer", draft)
+        return _done(state, conf, _by(conf.reason, local), "local_scorer", draft, local)
     held = f"judged by the draft call; offline verdict held until then: {conf.reason}"
     # the extract shown in place of an unusable model draft is the offline answer: it needs the
     # offline verdict, not the model's (check_citations), or a small model's MEDIUM shows
@@ -66,7 +67,11 @@ def _done(
     detail: str,
     how: str,
     draft: Draft,
+    local: LocalJudgement | None = None,
 ) -> dict[str, Any]:
+    """The node's keys; the log line names the judge that decided where a local judge was asked
+    (`judged_by`), as the trail's detail does (`_by`)."""
+    extra = {"judged_by": local.judged_by} if local is not None and local.judged_by else {}
     entry = step(state, "score_confidence", f"{conf.level} ({how})", detail, level=conf.level,
-                 how=how)
+                 how=how, **extra)
     return {"confidence": conf, "turn": {"draft": draft, "rewrite": None}, "trail": [entry]}
