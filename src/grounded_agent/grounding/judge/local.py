@@ -81,7 +81,7 @@ class LocalJudge:
     url: str
     """llama-server's base URL, without /v1 (`scripts/local_model.py serve` prints it with)."""
     shipped: Judge
-    max_candidates: int = 6
+    max_candidates: int = 3
     timeout_s: float = 15.0
     prompt: str = ""
     manifest: Manifest = field(default_factory=local_manifest)
