@@ -19,6 +19,10 @@ sentence's score between right answers and the rest the rules would answer (both
 questions, with a bootstrap interval of the difference) and the credited score with no judge, the
 shipped judge and the local one.
 
+`table --load FILE` prints, from a `replay --out` file, each held-out set's answerable correct /
+abstained / wrong and near-misses (or out-of-KB questions) abstained with no judge, the shipped and
+the local judge, as the replay finds them (no server needed).
+
 `agent` runs the whole offline graph (`aask`) on the held-out half of every project KB
 (alpenrail_travel included: never tuned on) and a sample of the SQuAD test articles (`python -m
 evals`'s stratified sample: --squad-per-kind per kind at --seed), three ways: no judge (veto 0,
@@ -287,6 +291,52 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
     return report
 
 
+def outcomes(rows: list[Row], cut: tuple[float, float]) -> dict[str, float | None]:
+    """The evaluation's shares (benchmarks/results/evaluation.md) for replayed rows under `cut`:
+    answerable correct / abstained / wrong, near-misses and out-of-KB questions abstained."""
+    ans = [r for r in rows if r["kind"] == "answerable"]
+    near = [r for r in rows if r.get("note") == "near_miss"]
+    away = [r for r in rows if r["kind"] == "out_of_kb"]
+    said = [r for r in ans if cal.stands(r, cut)]
+
+    def share(part: int, whole: list[Row]) -> float | None:
+        return part / len(whole) if whole else None
+
+    return {"answerable": len(ans),
+            "correct": share(sum(1 for r in said if r["right"]), ans),
+            "abstained": share(len(ans) - len(said), ans),
+            "wrong": share(sum(1 for r in said if not r["right"]), ans),
+            "near_miss": len(near),
+            "near_miss_abstained": share(sum(1 for r in near if not cal.stands(r, cut)), near),
+            "out_of_kb": len(away),
+            "out_of_kb_abstained": share(sum(1 for r in away if not cal.stands(r, cut)), away)}
+
+
+def table(args: argparse.Namespace) -> dict[str, Any]:
+    """The held-out table from a `replay --out` file: per set, no judge / shipped / local judge,
+    the first attempt replayed (offline, weak evidence is final: grounding.confidence
+    .offline_verdict, so the first attempt is the offline answer but for the citation check)."""
+    report = json.loads(args.load.read_text(encoding="utf-8"))
+    shipped = (load_judge().manifest.veto, load_judge().manifest.margin)
+    local = (float(report["veto"]), float(report["margin"]))
+    out: dict[str, Any] = {}
+
+    def cell(o: dict[str, float | None]) -> str:
+        def pct(x: float | None) -> str:
+            return "-" if x is None else f"{100 * x:.1f}"
+        held = o["near_miss_abstained"] if o["near_miss"] else o["out_of_kb_abstained"]
+        return f"{pct(o['correct'])} / {pct(o['abstained'])} / {pct(o['wrong'])}, {pct(held)}"
+
+    print(f"| held-out set | questions | no judge | shipped {shipped} | local {local} |")
+    print("|---|---|---|---|---|")
+    for name, rows in report["rows"]["test"].items():
+        ways = {"none": outcomes(rows, cal.OFF), "shipped": outcomes(rows, shipped),
+                "local": outcomes([{**r, "j": r["lj"], "b": r["lb"]} for r in rows], local)}
+        out[name] = ways
+        print(f"| {name} | {len(rows)} | " + " | ".join(cell(o) for o in ways.values()) + " |")
+    return out
+
+
 # -- the agent ----------------------------------------------------------------------------------
 
 class JudgedBy(logging.Handler):
@@ -391,7 +441,12 @@ def main() -> int:
     for p in (p_replay, p_agent):
         p.add_argument("--url", default=None, help="a running llama-server (else one is started)")
         p.add_argument("--out", type=Path, default=None, help="also write the numbers here")
+    p_table = sub.add_parser("table", help="the held-out table from a replay --out file")
+    p_table.add_argument("--load", type=Path, required=True)
     args = parser.parse_args()
+    if args.part == "table":
+        table(args)
+        return 0
     with judge_server(args.url) as (url, memory):
         report = asyncio.run(replay(args, url) if args.part == "replay" else agent(args, url))
     if memory:
