@@ -6,7 +6,7 @@ Two parts, each printing its numbers (and writing them as JSON with --out):
     nice -n 10 .venv/bin/python benchmarks/bench_local_judge.py replay [--url URL] [--write]
         [--tune-per-kind 60] [--test-per-kind 80]
     nice -n 10 .venv/bin/python benchmarks/bench_local_judge.py agent [--url URL]
-        [--squad-per-kind 100] [--seed 0]
+        [--squad-per-kind 100] [--seed 0] [--kb NAME ...]
 
 `replay` replays the offline agent's first attempt (benchmarks/calibrate_judge.py's steps: the
 store's search, the passages at or above the low threshold, the local verdict, the extractive
@@ -26,7 +26,7 @@ the local judge, as the replay finds them (no server needed).
 `agent` runs the whole offline graph (`aask`) on the held-out half of every project KB
 (alpenrail_travel included: never tuned on) and a sample of the SQuAD test articles (`python -m
 evals`'s stratified sample: --squad-per-kind per kind at --seed), three ways: no judge (veto 0,
-margin 1), the shipped judge, the local judge; per set: answerable correct, wrong among all,
+margin 1), the shipped judge, the local judge; per set: answerable correct and wrong,
 near-misses abstained, out-of-KB abstained, and how often the local judge fell back (the
 `judged_by` field of score_confidence's log line); seconds per question (p50/p95) with the local
 judge; the server's resident memory (peak) when this script started it.
@@ -174,6 +174,14 @@ async def collect(eval_set: EvalSet, questions: Sequence[EvalQuestion], judge: L
     return rows
 
 
+def _keep(args: argparse.Namespace, tune: dict[str, list[Row]], test: dict[str, list[Row]]
+          ) -> None:
+    """The rows read so far, beside --out (FILE.partial), so a run cut short keeps them."""
+    if args.out:
+        Path(f"{args.out}.partial").write_text(json.dumps({"tune": tune, "test": test}),
+                                               encoding="utf-8")
+
+
 def as_local(rows: list[Row]) -> list[Row]:
     return [{**r, "j": r["lj"], "b": r["lb"]} for r in rows]
 
@@ -229,12 +237,14 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
         into["squad"] = await collect(squad, cal.sample(select(squad.questions, split), per_kind),
                                       judge)
         print(f"squad {split}: read", file=sys.stderr, flush=True)
+        _keep(args, tune, test)
     for name in cal.TUNING_KBS:
         kb = load_kb_dir(KBS / name)
         rows = await collect(kb, kb.questions, judge)
         tune[name] = [r for r in rows if kb_half(r["id"]) == "tune"]
         test[name] = [r for r in rows if kb_half(r["id"]) == "test"]
         print(f"{name}: read", file=sys.stderr, flush=True)
+        _keep(args, tune, test)
     cut = choose(tune)
     shipped = (load_judge().manifest.veto, load_judge().manifest.margin)
     report: dict[str, Any] = {"veto": cut[0], "margin": cut[1], "sets": {}}
@@ -366,7 +376,8 @@ def rates(rows: Sequence[Graded]) -> dict[str, Any]:
     return {
         "questions": len(rows),
         "correct": sum(r.outcome == "correct" for r in answerable) / max(1, len(answerable)),
-        "wrong": sum(r.outcome in ("wrong", "hallucinated") for r in rows) / max(1, len(rows)),
+        "wrong": (sum(r.outcome in ("wrong", "hallucinated") for r in answerable)
+                  / max(1, len(answerable))),  # as benchmarks/results/evaluation.md counts it
         "abstained_unanswerable": sum(r.status not in said for r in other) / max(1, len(other)),
         "near_miss": len(near),
         "near_miss_abstained": (sum(r.status not in said for r in near) / len(near)
@@ -384,8 +395,10 @@ async def agent(args: argparse.Namespace, url: str) -> dict[str, Any]:
     squad = load_eval_set(cal.SQUAD / "questions.jsonl", cal.SQUAD / "kb_corpus.jsonl")
     sets: list[tuple[str, EvalSet, list[EvalQuestion]]] = [
         (f"squad (test articles, {args.squad_per_kind} per kind, seed {args.seed})", squad,
-         stratified_sample(select(squad.questions, "test"), args.squad_per_kind, args.seed))]
-    for kb_dir in sorted(p for p in KBS.iterdir() if (p / "questions.jsonl").is_file()):
+         stratified_sample(select(squad.questions, "test"), args.squad_per_kind, args.seed))
+    ] if args.squad_per_kind > 0 else []
+    for kb_dir in sorted(p for p in KBS.iterdir() if (p / "questions.jsonl").is_file()
+                         and (not args.kb or p.name in args.kb)):
         kb = load_kb_dir(kb_dir)
         sets.append((kb_dir.name, kb, [q for q in kb.questions if kb_half(q.id) == "test"]))
     out: dict[str, Any] = {}
@@ -438,6 +451,8 @@ def main() -> int:
     p_agent = sub.add_parser("agent", help="the offline graph with no, shipped and local judge")
     p_agent.add_argument("--squad-per-kind", type=int, default=100)
     p_agent.add_argument("--seed", type=int, default=0)
+    p_agent.add_argument("--kb", action="append", default=[],
+                         help="only this project KB (repeatable; --squad-per-kind 0: no SQuAD)")
     for p in (p_replay, p_agent):
         p.add_argument("--url", default=None, help="a running llama-server (else one is started)")
         p.add_argument("--out", type=Path, default=None, help="also write the numbers here")
