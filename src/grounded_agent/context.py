@@ -16,6 +16,7 @@ from grounded_agent.prompts.answer import (
 )
 from grounded_agent.prompts.call_tools import CALL_TOOLS_SYSTEM
 from grounded_agent.prompts.check_support import CHECK_SUPPORT_SYSTEM
+from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT
 from grounded_agent.prompts.reformulate_query import REFORMULATE_QUERY_SYSTEM
 from grounded_agent.prompts.route_request import ROUTE_REQUEST_SYSTEM
 from grounded_agent.schemas import (
@@ -340,6 +341,53 @@ class Context:
             "description": "System prompt that translates a checked answer into the asked "
             "language when the sources are in another."
         },
+    )
+    local_judge_url: str = field(
+        default_factory=lambda: _env("GROUNDED_AGENT_LOCAL_JUDGE_URL", ""),
+        metadata={
+            "description": "Offline only, opt-in: the base URL of a llama-server whose model judges "
+            "whether the sentences an answer would quote state the answer, in place of the trained "
+            "judge (docs/how-to/local-judge.md); empty (the default): the trained judge alone. "
+            "Unreachable or slower than local_judge_timeout_s, the trained judge decides "
+            "(GROUNDED_AGENT_LOCAL_JUDGE_URL)."
+        },
+    )
+    local_judge_max_candidates: int = field(
+        default=3,
+        metadata={
+            "description": "Sentences per question the local judge reads (1 to 50): those the "
+            "trained judge rates highest; the others count as not answering. 3 (a cost bound, set "
+            "before any accuracy was measured): each sentence took 1-3.3 s on two shared cores "
+            "with the 1.5B model, and the target is 5 s per question "
+            "(benchmarks/results/local-judge.md)."
+        },
+    )
+    local_judge_timeout_s: float = field(
+        default_factory=lambda: _env_seconds("GROUNDED_AGENT_LOCAL_JUDGE_TIMEOUT_S", 15.0),
+        metadata={
+            "description": "Seconds the local judge may take per question; past it the trained "
+            "judge decides (GROUNDED_AGENT_LOCAL_JUDGE_TIMEOUT_S)."
+        },
+    )
+    local_judge_veto: float | None = field(
+        default=None,
+        metadata={
+            "description": "The least probability the local judge must give the sentences an "
+            "answer would quote (0 to 1); None takes the one chosen on the tuning split "
+            "(grounding/judge/local_cutoffs.json)."
+        },
+    )
+    local_judge_margin: float | None = field(
+        default=None,
+        metadata={
+            "description": "How much higher the local judge may rate another sentence than the "
+            "quoted ones (0 to 1); None takes the one chosen on the tuning split."
+        },
+    )
+    local_judge_prompt: str = field(
+        default=LOCAL_JUDGE_PROMPT,
+        metadata={"description": "Prompt of the local judge (slots {question}, {title}, "
+                  "{sentence}), in the served model's chat format."},
     )
 
     def __post_init__(self) -> None:

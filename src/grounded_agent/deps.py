@@ -18,7 +18,8 @@ from langchain_core.language_models import BaseChatModel
 
 from grounded_agent.context import Context, is_source_name
 from grounded_agent.errors import ModelSetupError
-from grounded_agent.grounding.judge import Judge, load_judge
+from grounded_agent.grounding.judge import Judge, SentenceJudge, load_judge
+from grounded_agent.grounding.judge.local import local_judge_for
 from grounded_agent.llm.calls import MAX_MODEL_CALLS as MAX_MODEL_CALLS  # re-exported
 from grounded_agent.schemas import SOURCE_NAMES, SourceName, Thresholds
 from grounded_agent.tools.base import SourceTool
@@ -230,11 +231,17 @@ class Deps:
     tools: dict[SourceName, SourceTool] | None = None
     judge: Judge | None = None
     """The offline judge; unset, the shipped one (loaded once per process)."""
+    local_judge_factory: Callable[[Context, Judge], SentenceJudge | None] = local_judge_for
+    """Offline, opt-in: the judge that decides in the shipped one's place for a run (None: the
+    shipped one alone); the default reads Context.local_judge_url."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _tool_cache: dict[tuple[Any, ...], dict[SourceName, SourceTool]] = field(
         default_factory=dict, repr=False
     )
     _model_cache: dict[tuple[Hashable, ...], BaseChatModel | None] = field(
+        default_factory=dict, repr=False
+    )
+    _local_judge_cache: dict[tuple[Hashable, ...], SentenceJudge | None] = field(
         default_factory=dict, repr=False
     )
 
@@ -299,6 +306,18 @@ class Deps:
             if self.judge is None:
                 self.judge = load_judge()
             return self.judge
+
+    def get_local_judge(self, ctx: Context) -> SentenceJudge | None:
+        """The run's local judge (Context.local_judge_*), built once per setting and kept (its
+        HTTP client keeps the connection to the server); None where the run names none."""
+        if not ctx.local_judge_url.strip():
+            return None
+        key = (ctx.local_judge_url, ctx.local_judge_max_candidates, ctx.local_judge_timeout_s,
+               ctx.local_judge_veto, ctx.local_judge_margin, ctx.local_judge_prompt)
+        judge: SentenceJudge | None = self._cached(
+            self._local_judge_cache, key,
+            lambda: self.local_judge_factory(ctx, self.get_judge()), MODEL_CACHE_SIZE)
+        return judge
 
     def get_store(self) -> KnowledgeStore:
         with self._lock:

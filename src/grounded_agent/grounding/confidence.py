@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from grounded_agent.context import Context
 from grounded_agent.grounding.extractive import extractive_draft
-from grounded_agent.grounding.judge import Judge
+from grounded_agent.grounding.judge import Judge, SentenceJudge
+from grounded_agent.grounding.judge.local import LocalJudgeUnavailable
 from grounded_agent.grounding.judge.reading import judge_veto
 from grounded_agent.grounding.scoring import local_confidence
 from grounded_agent.schemas import Confidence, Finding
@@ -24,12 +25,31 @@ class LocalJudgement:
     evidence: list[Finding]
     ctx: Context
     get_judge: Callable[[], Judge]
+    get_local_judge: Callable[[], SentenceJudge | None] | None = None
+    """Offline, opt-in: the local judge that decides in the trained judge's place (None, or a
+    factory returning None: the trained judge alone)."""
     extract: str = field(init=False)
+    judged_by: str = field(init=False, default="")
+    """For the trail: which judge decided the last `vetted`, and why where it fell back."""
 
     def __post_init__(self) -> None:
         self.extract = extractive_draft(self.question, self.evidence)
 
     def vetted(self, conf: Confidence, among: list[Finding]) -> Confidence:
+        """`conf` unless a judge doubts the sentences its answer would quote: the local judge
+        with its own cut-offs where there is one and it answers, else the trained judge with the
+        run's (a local judge that fails gives the trained judge's outcome, never its own)."""
+        local = self.get_local_judge() if self.get_local_judge is not None else None
+        if local is not None and conf.can_answer:
+            try:
+                out = judge_veto(self.question, among, conf, local)
+            except LocalJudgeUnavailable as exc:
+                self.judged_by = f"local judge unavailable ({exc}): the trained judge decided"
+            else:
+                read = getattr(local, "read_last", None)
+                self.judged_by = ("local judge decided" if read is None
+                                  else f"local judge decided ({read} sentences read)")
+                return out
         return judge_veto(self.question, among, conf, self.get_judge(), self.ctx.judge_veto,
                           self.ctx.judge_margin)
 

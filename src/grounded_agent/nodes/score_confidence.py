@@ -31,19 +31,23 @@ async def score_confidence(
     evidence = list(turn_of(state).get("evidence") or [])
     model = deps.model(ctx)
     judges = model is not None and not ctx.judge_model_answers  # may the model judge the level
-    local = LocalJudgement(question, evidence, ctx, deps.get_judge)
+    # offline only: with a model, the model judges (and a judged answer meets the trained judge)
+    local_judge = None if model is not None else (lambda: deps.get_local_judge(ctx))
+    local = LocalJudgement(question, evidence, ctx, deps.get_judge, local_judge)
     draft = Draft(extract=local.extract)  # the draft without a model quotes the same sentences
     verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
         checked = local.vetted(conf, evidence)
         if checked is conf:
-            return _done(state, conf, f"model call skipped: {why}", "deterministic", draft)
+            return _done(state, conf, _by(f"model call skipped: {why}", local), "deterministic",
+                         draft, local)
         if not judges:  # offline the judge's doubt is final; a model judges it instead
-            return _done(state, checked, checked.reason, "judge", draft)
+            return _done(state, checked, _by(checked.reason, local), "judge", draft,
+                         local)
     conf = local.verdict()
     if not judges:
-        return _done(state, conf, conf.reason, "local_scorer", draft)
+        return _done(state, conf, _by(conf.reason, local), "local_scorer", draft, local)
     held = f"judged by the draft call; offline verdict held until then: {conf.reason}"
     # the extract shown in place of an unusable model draft is the offline answer: it needs the
     # offline verdict, not the model's (check_citations), or a small model's MEDIUM shows
@@ -52,13 +56,22 @@ async def score_confidence(
                  Draft(extract=local.extract, judge=True, offline=conf))
 
 
+def _by(detail: str, local: LocalJudgement) -> str:
+    """The detail, with which judge decided where a local judge was asked."""
+    return f"{detail} [{local.judged_by}]" if local.judged_by else detail
+
+
 def _done(
     state: AgentState,
     conf: Confidence,
     detail: str,
     how: str,
     draft: Draft,
+    local: LocalJudgement | None = None,
 ) -> dict[str, Any]:
+    """The node's keys; the log line names the judge that decided where a local judge was asked
+    (`judged_by`), as the trail's detail does (`_by`)."""
+    extra = {"judged_by": local.judged_by} if local is not None and local.judged_by else {}
     entry = step(state, "score_confidence", f"{conf.level} ({how})", detail, level=conf.level,
-                 how=how)
+                 how=how, **extra)
     return {"confidence": conf, "turn": {"draft": draft, "rewrite": None}, "trail": [entry]}

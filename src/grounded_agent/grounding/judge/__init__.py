@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 
@@ -54,9 +54,24 @@ class Manifest:
         )
 
 
+class SentenceJudge(Protocol):
+    """What judge.reading needs of a judge: its cut-offs, its name for the trail, and a score per
+    (title, sentence) candidate of one question (the shipped Judge; judge.local.LocalJudge)."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def score(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]: ...
+
+
 class Judge:
     """Scores (title, sentence) candidates for one question (an ONNX Runtime session runs from
     several threads at once)."""
+
+    name = "trained judge"
 
     def __init__(self, session: Any, tokenizer: Any, manifest: Manifest) -> None:
         self._session = session

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from grounded_agent.grounding.citations import split_claims
 from grounded_agent.grounding.extractive import READ_PASSAGES, extractive_draft
 from grounded_agent.grounding.instructions import looks_like_instruction
-from grounded_agent.grounding.judge import Judge
+from grounded_agent.grounding.judge import SentenceJudge
 from grounded_agent.grounding.sentences import answer_units
 from grounded_agent.schemas import Citation, Confidence, Finding
 
@@ -53,7 +53,7 @@ def candidate_sentences(evidence: Sequence[Finding]) -> list[tuple[str, str]]:
     ]
 
 
-def read(question: str, evidence: Sequence[Finding], judge: Judge,
+def read(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
          quoted: Sequence[tuple[str, str]] | None = None) -> Reading:
     """The judge's reading of the sentences an answer quotes (the offline answer's when None)
     against every sentence the rules could have quoted."""
@@ -62,7 +62,7 @@ def read(question: str, evidence: Sequence[Finding], judge: Judge,
     return reading
 
 
-def _readings(question: str, evidence: Sequence[Finding], judge: Judge,
+def _readings(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
               answers: Sequence[Sequence[tuple[str, str]]]) -> list[Reading]:
     """One reading per answer's quoted sentences, the candidates scored once for all."""
     candidates = candidate_sentences(evidence)
@@ -77,7 +77,7 @@ def _readings(question: str, evidence: Sequence[Finding], judge: Judge,
     return [Reading(quoted=max((scores[p] for p in c), default=0.0), best=best) for c in chosen]
 
 
-def below_offline(question: str, evidence: Sequence[Finding], judge: Judge,
+def below_offline(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
                   quoted: Sequence[tuple[str, str]]) -> str | None:
     """Why a model's answer (`quoted`) gives way to the offline answer for the same evidence: the
     judge rates the offline answer's sentences above the model's. None where it does not: an
@@ -87,14 +87,14 @@ def below_offline(question: str, evidence: Sequence[Finding], judge: Judge,
     return _below(mine, offline)
 
 
-def model_doubt(question: str, evidence: Sequence[Finding], judge: Judge, veto: float | None,
+def model_doubt(question: str, evidence: Sequence[Finding], judge: SentenceJudge, veto: float | None,
                 margin: float | None, quoted: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
     """(decision, why) where a model's answer (`quoted`) cannot stand: the judge does not let its
     sentences stand (`doubt`), or rates the offline answer's above them (`below_offline`); one
     scoring pass for both."""
     mine, offline = _readings(question, evidence, judge,
                               [quoted, quoted_sentences(question, evidence)])
-    why = _doubted(mine, *_cutoffs(judge, veto, margin))
+    why = _doubted(mine, *_cutoffs(judge, veto, margin), judge.name)
     if why is not None:
         return "model_answer_vetoed", why
     below = _below(mine, offline)
@@ -112,7 +112,7 @@ def judge_veto(
     question: str,
     evidence: Sequence[Finding],
     conf: Confidence,
-    judge: Judge,
+    judge: SentenceJudge,
     veto: float | None = None,
     margin: float | None = None,
 ) -> Confidence:
@@ -127,7 +127,7 @@ def judge_veto(
 def doubt(
     question: str,
     evidence: Sequence[Finding],
-    judge: Judge,
+    judge: SentenceJudge,
     veto: float | None = None,
     margin: float | None = None,
     quoted: Sequence[tuple[str, str]] | None = None,
@@ -137,21 +137,21 @@ def doubt(
     cut, gap = _cutoffs(judge, veto, margin)
     if cut <= 0.0 and gap >= 1.0:  # both off: nothing to score
         return None
-    return _doubted(read(question, evidence, judge, quoted), cut, gap)
+    return _doubted(read(question, evidence, judge, quoted), cut, gap, judge.name)
 
 
-def _cutoffs(judge: Judge, veto: float | None, margin: float | None) -> tuple[float, float]:
+def _cutoffs(judge: SentenceJudge, veto: float | None, margin: float | None) -> tuple[float, float]:
     """The veto and margin asked for, the manifest's where None."""
     return (judge.manifest.veto if veto is None else veto,
             judge.manifest.margin if margin is None else margin)
 
 
-def _doubted(reading: Reading, cut: float, gap: float) -> str | None:
+def _doubted(reading: Reading, cut: float, gap: float, name: str) -> str | None:
     if reading.quoted < cut:
-        return (f"the trained judge finds the sentences an answer would quote do not answer it "
+        return (f"the {name} finds the sentences an answer would quote do not answer it "
                 f"({reading.quoted:.2f} < {cut:.2f})")
     if reading.best - reading.quoted > gap:
-        return (f"the trained judge rates another sentence of the passages above the ones an "
+        return (f"the {name} rates another sentence of the passages above the ones an "
                 f"answer would quote ({reading.best:.2f} vs {reading.quoted:.2f}): the reading "
                 f"is not sure which one answers")
     return None
