@@ -9,8 +9,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -86,6 +87,35 @@ def langgraph_dev(config: Path, env: dict[str, str], log_path: Path) -> Iterator
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         log.close()
+
+
+LOCAL_MODEL_SCRIPT = ROOT / "scripts" / "local_model.py"
+
+
+@contextlib.contextmanager
+def local_model_server(args: Sequence[str], log: Path, timeout_s: float) -> Iterator[list[str]]:
+    """`scripts/local_model.py serve ARGS` until the block ends: the two lines it prints first
+    (its base URL, then the model setting); fails with the server's log when they do not come."""
+    proc = subprocess.Popen(
+        [sys.executable, str(LOCAL_MODEL_SCRIPT), "serve", *args, "--log", str(log)],
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(
+        target=lambda: lines.extend(proc.stdout.readline() for _ in range(2))  # type: ignore[union-attr]
+    )
+    reader.start()
+    reader.join(timeout=timeout_s)
+    try:
+        tail = log.read_text(errors="replace")[-2000:] if log.is_file() else ""
+        assert len(lines) == 2 and lines[0].startswith("http://127.0.0.1:"), (lines, tail)
+        yield lines
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")

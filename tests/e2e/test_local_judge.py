@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ROOT, child_env, free_port
+from tests.e2e.conftest import LOCAL_MODEL_SCRIPT, ROOT, child_env, free_port, local_model_server
 from tests.support.benchmarks import load_script
 
 pytestmark = [
@@ -34,7 +32,7 @@ pytestmark = [
                        reason="set GROUNDED_AGENT_TEST_LOCAL_MODEL=1 (make test-local)"),
 ]
 
-SCRIPT = ROOT / "scripts" / "local_model.py"
+SCRIPT = LOCAL_MODEL_SCRIPT
 LOCAL = load_script(SCRIPT)
 JUDGE_MODEL = "qwen2.5-coder-1.5b-instruct"
 PRICE = ("How much does the Pro plan cost per user per month?", "lumenary-pricing", "29")
@@ -55,26 +53,9 @@ def judge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if why is not None:
         pytest.skip(why)
     log = tmp_path_factory.mktemp("local-judge") / "server.log"
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "serve", "--model", JUDGE_MODEL, "--log", str(log)],
-        stdout=subprocess.PIPE, text=True, start_new_session=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(
-        target=lambda: lines.extend(proc.stdout.readline() for _ in range(2))  # type: ignore[union-attr]
-    )
-    reader.start()
-    reader.join(timeout=240)
-    try:
-        assert len(lines) == 2 and lines[0].startswith("http://127.0.0.1:"), lines
+    with local_model_server(["--model", JUDGE_MODEL], log, timeout_s=240) as lines:
         assert lines[1].strip() == f"GROUNDED_AGENT_MODEL={JUDGE_MODEL}"
         yield lines[0].strip().removesuffix("/v1")
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 JUDGE_TIMEOUT_S = "180"

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import ROOT, child_env, free_port
+from tests.e2e.conftest import LOCAL_MODEL_SCRIPT, ROOT, child_env, free_port, local_model_server
 from tests.support.benchmarks import load_script
 
 pytestmark = [
@@ -35,7 +33,7 @@ pytestmark = [
                        reason="set GROUNDED_AGENT_TEST_LOCAL_MODEL=1 (make test-local)"),
 ]
 
-SCRIPT = ROOT / "scripts" / "local_model.py"
+SCRIPT = LOCAL_MODEL_SCRIPT
 GROUNDED_AGENT = Path(sys.executable).parent / "grounded-agent"
 ANSWERED = ("answered", "answered_with_caveat")
 PRICE = ("How much does the Pro plan cost per user per month?", "lumenary-pricing", "29")
@@ -55,30 +53,9 @@ def server(
     if why is not None:
         pytest.skip(why)
     log = tmp_path_factory.mktemp(f"local-{engine}") / "server.log"
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "serve", "--engine", engine, "--log", str(log)],
-        stdout=subprocess.PIPE, text=True, start_new_session=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(
-        target=lambda: lines.extend(proc.stdout.readline() for _ in range(2))  # type: ignore[union-attr]
-    )
-    reader.start()
-    reader.join(timeout=180)
-    try:
-        assert len(lines) == 2 and lines[0].startswith("http://127.0.0.1:"), (lines, _tail(log))
+    with local_model_server(["--engine", engine], log, timeout_s=180) as lines:
         name = lines[1].strip().split("=", 1)[1]
         yield {"engine": engine, "base_url": lines[0].strip(), "model": name, "log": log}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-2000:] if log.is_file() else ""
 
 
 LIMITS = {"GROUNDED_AGENT_TIME_BUDGET_S": "300", "GROUNDED_AGENT_MODEL_TIMEOUT_S": "120"}
