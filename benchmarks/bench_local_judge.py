@@ -31,8 +31,8 @@ near-misses abstained, out-of-KB abstained, and how often the local judge fell b
 `judged_by` field of score_confidence's log line); seconds per question (p50/p95) with the local
 judge; the server's resident memory (peak) when this script started it.
 
-Without --url, the script starts `scripts/local_model.py serve --model qwen2.5-coder-1.5b-instruct`
-(two threads, at the script's own niceness) and stops it at the end.
+Without --url, the script starts `scripts/local_model.py serve --model qwen2.5-coder-1.5b-instruct
+--judge` (one 2,048-token slot, two threads, at the script's own niceness) and stops it at the end.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ import calibrate_judge as cal  # noqa: E402
 from evals.data import (  # noqa: E402
     EvalQuestion,
     EvalSet,
+    load_blind_kb,
     load_eval_set,
     load_kb_dir,
     stratified_sample,
@@ -85,6 +86,12 @@ from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT  # noqa: E402
 
 JUDGE_MODEL = "qwen2.5-coder-1.5b-instruct"
 KBS = ROOT / "benchmarks" / "kbs"
+BLIND = ROOT / "tests" / "data"
+BLIND_TUNE = ("blind_kb3", "blind_kb4")
+"""Small KBs written blind whose every unanswerable question sits next to a figure or name of the
+same kind stated for something else: tuning sets, so the cut-offs see that kind of question."""
+BLIND_TEST = ("blind_kb", "blind_kb2")
+"""Written blind the same way: held out, reported only."""
 VETOES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """The rule's grid (local_cutoffs.json): the shipped judge's, extended above 0.5."""
 MARGINS = cal.MARGINS
@@ -103,7 +110,7 @@ def judge_server(url: str | None) -> Iterator[tuple[str, dict[str, int]]]:
         return
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "scripts" / "local_model.py"), "serve", "--model",
-         JUDGE_MODEL], stdout=subprocess.PIPE, text=True, start_new_session=True,
+         JUDGE_MODEL, "--judge"], stdout=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "LOCAL_MODEL_THREADS": "2"})
     first = proc.stdout.readline().strip() if proc.stdout else ""  # the base URL, once ready
     if not first.startswith("http://"):
@@ -234,6 +241,14 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
     splits: tuple[tuple[Split, dict[str, list[Row]], int], ...] = (
         ("tune", tune, args.tune_per_kind), ("test", test, args.test_per_kind))
     for split, into, per_kind in splits:
+        if split == "test" and args.squad_seeds:  # the issue's sample: per kind, per seed
+            for seed in args.squad_seeds:
+                into[f"squad-s{seed}"] = await collect(
+                    squad, stratified_sample(select(squad.questions, "test"), per_kind, seed),
+                    judge)
+                print(f"squad test seed {seed}: read", file=sys.stderr, flush=True)
+                _keep(args, tune, test)
+            continue
         into["squad"] = await collect(squad, cal.sample(select(squad.questions, split), per_kind),
                                       judge)
         print(f"squad {split}: read", file=sys.stderr, flush=True)
@@ -245,6 +260,12 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
         test[name] = [r for r in rows if kb_half(r["id"]) == "test"]
         print(f"{name}: read", file=sys.stderr, flush=True)
         _keep(args, tune, test)
+    for names, into in ((BLIND_TUNE, tune), (BLIND_TEST, test)):
+        for name in names:
+            blind = load_blind_kb(BLIND / name)
+            into[name] = await collect(blind, blind.questions, judge)
+            print(f"{name}: read", file=sys.stderr, flush=True)
+            _keep(args, tune, test)
     cut = choose(tune)
     shipped = (load_judge().manifest.veto, load_judge().manifest.margin)
     report: dict[str, Any] = {"veto": cut[0], "margin": cut[1], "sets": {}}
@@ -265,12 +286,12 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
                   f"{line['local']:+.3f}   shipped: {line['rates_shipped']}   local: "
                   f"{line['rates_local']}")
     held = [r for rows in test.values() for r in rows]
-    held_squad, held_kbs = test["squad"], [r for n, rows in test.items() if n != "squad"
-                                           for r in rows]
+    held_squad = [r for n, rows in test.items() if n.startswith("squad") for r in rows]
+    held_kbs = [r for n, rows in test.items() if not n.startswith("squad") for r in rows]
     print("== AUC of the quoted sentence's score, right answers vs the rest the rules answer "
           "(held out)")
     for label, rows in (("all held out", held), ("squad test", held_squad),
-                        ("KB test halves", held_kbs)):
+                        ("KB halves, blind KBs", held_kbs)):
         answered = [r for r in rows if r["answers"] and "error" not in r]
         lo, hi = auc_difference(rows)
         report[f"auc/{label}"] = {"answered": len(answered),
@@ -448,6 +469,9 @@ def main() -> int:
     p_replay.add_argument("--tune-per-kind", type=int, default=60)
     p_replay.add_argument("--test-per-kind", type=int, default=80)
     p_replay.add_argument("--write", action="store_true", help="store the cut-offs")
+    p_replay.add_argument("--squad-seeds", type=lambda v: [int(x) for x in v.split(",")],
+                          default=[], help="test articles as `python -m evals` samples them "
+                          "(--test-per-kind per kind for each seed, e.g. 0,1,2) instead of seed 7")
     p_agent = sub.add_parser("agent", help="the offline graph with no, shipped and local judge")
     p_agent.add_argument("--squad-per-kind", type=int, default=100)
     p_agent.add_argument("--seed", type=int, default=0)

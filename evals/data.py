@@ -324,6 +324,28 @@ def load_kb_dir(kb_dir: Path) -> EvalSet:
     )
 
 
+def load_blind_kb(kb_dir: Path) -> EvalSet:
+    """A small KB written blind (tests/data/blind_kb*: `docs/` and `questions.jsonl` with id,
+    question, kind "answerable" or "unstated", asks_for, doc_id, answer) as an evaluation set: an
+    unstated question is a near-miss (unanswerable_in_kb_topic, note near_miss: each was written
+    next to a figure or name of the same kind stated for something else)."""
+    docs_dir, questions = kb_dir / "docs", kb_dir / "questions.jsonl"
+    if not docs_dir.is_dir() or not questions.is_file():
+        raise EvalDataError(f"{kb_dir}: a blind KB folder holds docs/ and questions.jsonl")
+    qs: list[EvalQuestion] = []
+    for i, obj in enumerate(read_jsonl(questions), 1):
+        if obj.get("kind") not in ("answerable", "unstated"):
+            raise EvalDataError(f"{questions}:{i}: kind must be answerable or unstated")
+        answerable = obj["kind"] == "answerable"
+        qs.append(EvalQuestion(
+            id=str(obj["id"]), question=str(obj["question"]),
+            kind="answerable" if answerable else "unanswerable_in_kb_topic",
+            answers=(str(obj["answer"]),) if answerable else (), gold_doc_id=str(obj["doc_id"]),
+            note=None if answerable else "near_miss"))
+    return EvalSet(name=kb_dir.name, questions=qs, kb_path=docs_dir, sampled=False,
+                   info={"built_from": str(kb_dir)})
+
+
 def is_official_squad(path: Path) -> bool:
     """An official SQuAD file is one JSON object with `data` (and usually `version`)."""
     if path.suffix.lower() != ".json":

@@ -107,6 +107,11 @@ SLOTS = 3
 prompts (each with a long fixed system prompt) each find theirs still computed: on two cores
 reading a 2,500-token routing prompt anew takes 25 s, more than a call's timeout."""
 
+JUDGE_SLOTS, JUDGE_CONTEXT_TOKENS = 1, 2048
+"""`serve --judge`: the local judge's prompts are under 1,000 tokens and one question's candidates
+are read one after another, so one small slot holds the shared prefix (and about 1 GB less than
+three chat slots)."""
+
 ENGINES = ("llama-server", "llama-cpp-python")
 
 
@@ -275,17 +280,18 @@ def free_port() -> int:
         return port
 
 
-def _command(engine: str, port: int, name: str = MODEL_NAME) -> list[str]:
+def _command(engine: str, port: int, name: str = MODEL_NAME, judge: bool = False) -> list[str]:
     threads = os.environ.get("LOCAL_MODEL_THREADS", "2")
+    slots, context = (JUDGE_SLOTS, JUDGE_CONTEXT_TOKENS) if judge else (SLOTS, CONTEXT_TOKENS)
     if engine == "llama-server":
         return [str(server_binary()), "-m", str(model_path(name)), "--jinja", "--host", "127.0.0.1",
-                "--port", str(port), "--alias", name, "-c", str(CONTEXT_TOKENS * SLOTS),
-                "-np", str(SLOTS), "-t", threads, "--no-webui"]
+                "--port", str(port), "--alias", name, "-c", str(context * slots),
+                "-np", str(slots), "-t", threads, "--no-webui"]
     # no `--cache true`: its RAM prompt cache grew without bound here (22.9 GB resident after
     # about 30 requests, then the kernel's OOM killer ended the server mid-benchmark)
     return [str(python_engine()), "-m", "llama_cpp.server", "--model", str(model_path(name)),
             "--model_alias", name, "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads]
+            "--n_ctx", str(context), "--n_threads", threads]
 
 
 def _wait(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
@@ -304,7 +310,8 @@ def _wait(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> Non
     sys.exit(f"the server was not ready within {timeout_s:.0f} s")
 
 
-def serve(engine: str, port: int, log: Path | None, name: str = MODEL_NAME) -> int:
+def serve(engine: str, port: int, log: Path | None, name: str = MODEL_NAME,
+          judge: bool = False) -> int:
     why = ready(engine, name)
     if why is not None:
         sys.exit(why)
@@ -313,7 +320,7 @@ def serve(engine: str, port: int, log: Path | None, name: str = MODEL_NAME) -> i
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     out = log.open("ab") if log is not None else subprocess.DEVNULL
-    proc = subprocess.Popen(_command(engine, port, name), stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(_command(engine, port, name, judge), stdout=out, stderr=subprocess.STDOUT)
 
     def stop(signum: int, frame: object) -> None:
         proc.terminate()
@@ -390,13 +397,15 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--log", type=Path, default=None, help="the server's own output")
     p_serve.add_argument("--model", choices=list(MODELS), default=MODEL_NAME,
                          help=f"the model served (default {MODEL_NAME})")
+    p_serve.add_argument("--judge", action="store_true",
+                         help="sized for the local judge only: one 2,048-token slot")
     sub.add_parser("status", help="what is built; exit 1 unless llama-server can serve")
     args = parser.parse_args(argv)
     if args.command == "setup":
         setup(args.engine, list(MODELS) if args.model == "all" else [args.model])
         return 0
     if args.command == "serve":
-        return serve(args.engine, args.port, args.log, args.model)
+        return serve(args.engine, args.port, args.log, args.model, args.judge)
     return status()
 
 

@@ -1,6 +1,6 @@
 """The offline agent with the local judge (issue 47): Qwen2.5-Coder-1.5B-Instruct served by
-llama-server (`scripts/local_model.py serve --model qwen2.5-coder-1.5b-instruct`), the sample
-knowledge base ingested by the real CLI, questions through the Python API with
+llama-server (`scripts/local_model.py serve --model qwen2.5-coder-1.5b-instruct --judge`), the
+sample knowledge base ingested by the real CLI, questions through the Python API with
 GROUNDED_AGENT_LOCAL_JUDGE_URL set and no chat model.
 
 Skipped unless GROUNDED_AGENT_TEST_LOCAL_MODEL=1 and `make local-model` has built the server and
@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,14 @@ def judge_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if why is not None:
         pytest.skip(why)
     log = tmp_path_factory.mktemp("local-judge") / "server.log"
-    with local_model_server(["--model", JUDGE_MODEL], log, timeout_s=240) as lines:
+    with local_model_server(["--model", JUDGE_MODEL, "--judge"], log, timeout_s=240) as lines:
         assert lines[1].strip() == f"GROUNDED_AGENT_MODEL={JUDGE_MODEL}"
-        yield lines[0].strip().removesuffix("/v1")
+        url = lines[0].strip().removesuffix("/v1")
+        props = json.loads(urllib.request.urlopen(f"{url}/props", timeout=10).read())
+        # `--judge`: one slot, sized for the judge's prompts (not the chat model's three)
+        assert props["total_slots"] == 1
+        assert props["default_generation_settings"]["n_ctx"] == LOCAL.JUDGE_CONTEXT_TOKENS
+        yield url
 
 
 JUDGE_TIMEOUT_S = "180"
