@@ -720,3 +720,36 @@ def test_grounded_agent_eval_runs_the_harness_from_a_checkout(
     assert main(["eval", "--sample", "3"]) == 2
     err = capsys.readouterr().err
     assert "root of a clone" in err and "Traceback" not in err
+
+
+BLIND_KBS = sorted((Path(__file__).resolve().parents[1] / "data").glob("blind_kb*"))
+
+
+@pytest.mark.parametrize("kb_dir", BLIND_KBS, ids=lambda p: p.name)
+def test_a_blind_kb_loads_as_answerable_and_near_miss_questions_on_its_own_documents(
+    kb_dir: Path,
+) -> None:
+    from evals.data import load_blind_kb, read_kb_dir_docs
+
+    blind = load_blind_kb(kb_dir)
+    docs = {d["doc_id"]: d["title"] + " " + d["text"] for d in read_kb_dir_docs(kb_dir / "docs")}
+    kinds = {q.kind for q in blind.questions}
+    assert kinds == {"answerable", "unanswerable_in_kb_topic"}
+    for q in blind.questions:
+        assert q.gold_doc_id in docs, q.id
+        if q.should_answer:  # every answer is quoted from the document it names
+            assert q.answers and q.answers[0] in docs[q.gold_doc_id], q.id
+        else:
+            assert q.note == "near_miss" and not q.answers
+
+
+def test_a_blind_kb_with_another_kind_of_question_is_refused(tmp_path: Path) -> None:
+    from evals.data import load_blind_kb
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    (tmp_path / "questions.jsonl").write_text(
+        '{"id": "x", "question": "Q?", "kind": "maybe", "doc_id": "a", "answer": null}\n',
+        encoding="utf-8")
+    with pytest.raises(EvalDataError, match="kind must be answerable or unstated"):
+        load_blind_kb(tmp_path)
