@@ -9,7 +9,9 @@ Tuning data as bench_local_judge.py's replay reads it: the judge's tune articles
 kind, seed 7), the tuning half of the six project KBs, blind_kb3 and blind_kb4. Each question's
 first attempt is replayed once; the candidates the local judge would read (the shipped judge's
 top 3) are then scored under each wording, every score kept in --cache so a second run reads no
-model. Prints, per wording, the cut-offs the rule gives and the tuning sets' credited scores.
+model. Prints, per wording, the cut-offs the rule gives and the tuning sets' credited scores;
+then, for the chosen wording, the same rule where the judge also picks the answer sentence
+(quoting the sentence it rates best where the rules' one fails the veto or the margin).
 
 The wordings (P0 is the shipped one, prompts/local_judge.py):
 - P0: "Does the passage state the answer to this question? Answer yes or no."
@@ -33,6 +35,7 @@ import bench_local_judge as blj
 import httpx
 
 from evals.data import load_blind_kb, load_eval_set, load_kb_dir
+from evals.grading import contains_answer
 from evals.harness import ingested
 from evals.splits import kb_half, select
 from grounded_agent.context import Context
@@ -107,8 +110,15 @@ async def candidates(eval_set: Any, questions: list[Any]) -> list[Row]:
                           for t, s in quoted_sentences(q.question, usable)]
                 pairs = list(dict.fromkeys([*chosen, *cands]))
                 scores = shipped.score(q.question, pairs)
+                where: dict[tuple[str, str], set[str]] = {}
+                for f in usable:
+                    for pair in candidate_sentences([f]):
+                        where.setdefault(pair, set()).add(f.source_id)
                 row.update(pairs=pairs, quoted=list(range(len(chosen))),
-                           top=sorted(sorted(range(len(pairs)), key=lambda i: -scores[i])[:3]))
+                           top=sorted(sorted(range(len(pairs)), key=lambda i: -scores[i])[:3]),
+                           # would quoting this sentence alone be right (gold document, answer)
+                           hits=[bool(q.should_answer and q.gold_doc_id in where.get(p, set())
+                                      and contains_answer(p[1], q.answers)) for p in pairs])
             rows.append(row)
     return rows
 
@@ -162,12 +172,51 @@ class Scorer:
         out = []
         for r in rows:
             j = b = 0.0
+            s: dict[int, float] = {}
             if r.get("pairs"):
                 s = {i: self.p(variant, r["question"], *r["pairs"][i]) for i in r["top"]}
                 j = max((s.get(i, 0.0) for i in r["quoted"]), default=0.0)
                 b = max(s.values())
-            out.append({**r, "j": j, "b": b})
+            out.append({**r, "j": j, "b": b, "scores": s})
         return out
+
+
+def picked(r: Row, cut: tuple[float, float]) -> bool | None:
+    """The outcome if the judge, rather than abstain where it rates another sentence higher (the
+    margin) or the quoted one too low (the veto), quoted its best sentence when that passes the
+    veto: True right, False wrong, None abstained."""
+    veto, margin = cut
+    if not r["answers"]:
+        return None
+    if r["j"] >= veto and r["b"] - r["j"] <= margin:
+        return bool(r["right"])
+    if r["b"] >= veto and r["scores"]:
+        best = max(r["scores"], key=lambda i: r["scores"][i])
+        return bool(r["hits"][int(best)])
+    return None
+
+
+def credited_picked(rows: list[Row], cut: tuple[float, float]) -> float:
+    total = 0
+    for r in rows:
+        o = picked(r, cut)
+        total += (0 if o is None else 1 if o else -1) if r["kind"] == "answerable" else \
+            (1 if o is None else -1)
+    return total / max(len(rows), 1)
+
+
+def pick_gain(read: dict[str, list[Row]]) -> tuple[tuple[float, float], float]:
+    """The rule's cut-offs and mean gain when the judge also picks the sentence."""
+    base = {name: cal.credited(rows, cal.OFF) for name, rows in read.items()}
+    best: tuple[tuple[float, float, float], tuple[float, float]] | None = None
+    for veto in blj.VETOES:
+        for margin in blj.MARGINS:
+            d = [credited_picked(rows, (veto, margin)) - base[n] for n, rows in read.items()]
+            if min(d) >= 0:
+                key = (round(sum(d) / len(d), 9), -veto, margin)
+                if best is None or key > best[0]:
+                    best = (key, (veto, margin))
+    return (best[1], best[0][0]) if best else (cal.OFF, 0.0)
 
 
 def main() -> int:
@@ -198,7 +247,12 @@ def main() -> int:
                   f"{variant} {cal.credited(rows, cut):+.3f}")
         if best is None or round(mean, 9) > round(best[0], 9):
             best = (mean, variant)
-    print(f"chosen: {best[1] if best else 'P0'}")
+    chosen = best[1] if best else "P0"
+    print(f"chosen: {chosen}")
+    read = {name: scorer.read(rows, chosen) for name, rows in tune.items()}
+    cut, mean = pick_gain(read)
+    print(f"{chosen}, the judge also picking the sentence it rates best: veto {cut[0]}, margin "
+          f"{cut[1]}, mean credited gain {mean:+.4f}")
     return 0
 
 
