@@ -237,23 +237,32 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
     judge = local_judge(url)
     tune: dict[str, list[Row]] = {}
     test: dict[str, list[Row]] = {}
+    if args.resume:  # the sets a run cut short read already (its --out FILE.partial)
+        kept = json.loads(args.resume.read_text(encoding="utf-8"))
+        tune, test = kept["tune"], kept["test"]
     squad = load_eval_set(cal.SQUAD / "questions.jsonl", cal.SQUAD / "kb_corpus.jsonl")
     splits: tuple[tuple[Split, dict[str, list[Row]], int], ...] = (
         ("tune", tune, args.tune_per_kind), ("test", test, args.test_per_kind))
     for split, into, per_kind in splits:
         if split == "test" and args.squad_seeds:  # the sample: per kind, per seed
             for seed in args.squad_seeds:
+                if f"squad-s{seed}" in into:
+                    continue
                 into[f"squad-s{seed}"] = await collect(
                     squad, stratified_sample(select(squad.questions, "test"), per_kind, seed),
                     judge)
                 print(f"squad test seed {seed}: read", file=sys.stderr, flush=True)
                 _keep(args, tune, test)
             continue
+        if "squad" in into:
+            continue
         into["squad"] = await collect(squad, cal.sample(select(squad.questions, split), per_kind),
                                       judge)
         print(f"squad {split}: read", file=sys.stderr, flush=True)
         _keep(args, tune, test)
     for name in cal.TUNING_KBS:
+        if name in tune:
+            continue
         kb = load_kb_dir(KBS / name)
         rows = await collect(kb, kb.questions, judge)
         tune[name] = [r for r in rows if kb_half(r["id"]) == "tune"]
@@ -262,6 +271,8 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
         _keep(args, tune, test)
     for names, into in ((BLIND_TUNE, tune), (BLIND_TEST, test)):
         for name in names:
+            if name in into:
+                continue
             blind = load_blind_kb(BLIND / name)
             into[name] = await collect(blind, blind.questions, judge)
             print(f"{name}: read", file=sys.stderr, flush=True)
@@ -469,6 +480,8 @@ def main() -> int:
     p_replay.add_argument("--tune-per-kind", type=int, default=60)
     p_replay.add_argument("--test-per-kind", type=int, default=80)
     p_replay.add_argument("--write", action="store_true", help="store the cut-offs")
+    p_replay.add_argument("--resume", type=Path, default=None,
+                          help="keep the sets of a run cut short (its --out FILE.partial)")
     p_replay.add_argument("--squad-seeds", type=lambda v: [int(x) for x in v.split(",")],
                           default=[], help="test articles as `python -m evals` samples them "
                           "(--test-per-kind per kind for each seed, e.g. 0,1,2) instead of seed 7")
