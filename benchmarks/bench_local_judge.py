@@ -324,8 +324,8 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
         raw = json.loads(CUTOFFS.read_text())
         raw.update(veto=cut[0], margin=cut[1], status=(
             "chosen by benchmarks/bench_local_judge.py replay --write by the rule below: "
-            f"SQuAD tune articles {args.tune_per_kind} per kind (seed 7) and the six project "
-            "KBs' tuning halves"))
+            f"SQuAD tune articles {args.tune_per_kind} per kind (seed 7), the six project "
+            f"KBs' tuning halves and the blind tuning KBs ({', '.join(BLIND_TUNE)})"))
         raw["tuning"] = {k.split("/", 1)[1]: {x: v[x] for x in ("questions", "none", "local")}
                          for k, v in report["sets"].items() if k.startswith("tune/")}
         CUTOFFS.write_text(json.dumps(raw, indent=2) + "\n")
