@@ -158,26 +158,21 @@ async def collect(eval_set: EvalSet, questions: Sequence[EvalQuestion], judge: L
     ctx = Context(sources=["knowledge_base"])
     shipped = load_judge()
     rows: list[Row] = []
-    async with ingested(eval_set) as store:
-        for q in questions:
-            found = await store.asearch(q.question, k=ctx.top_k)
-            usable, _, answers = cal.first_attempt(q.question, found, ctx)
-            row: Row = {"id": q.id, "kind": q.kind, "note": q.note, "answers": answers,
-                        "right": False, "j": 0.0, "b": 0.0, "lj": 0.0, "lb": 0.0, "s": None}
-            if answers:
-                row["answers"], row["right"] = cal.graded(q, usable)
-            if row["answers"]:
-                mine = read(q.question, usable, shipped)
-                row["j"], row["b"] = mine.quoted, mine.best
-                started = time.perf_counter()
-                try:
-                    theirs = read(q.question, usable, judge)
-                except LocalJudgeUnavailable as exc:
-                    row["error"] = str(exc)
-                else:
-                    row["lj"], row["lb"] = theirs.quoted, theirs.best
-                row["s"] = time.perf_counter() - started
-            rows.append(row)
+    async for q, usable, answers, right in cal.first_attempts(eval_set, list(questions), ctx):
+        row: Row = {"id": q.id, "kind": q.kind, "note": q.note, "answers": answers,
+                    "right": right, "j": 0.0, "b": 0.0, "lj": 0.0, "lb": 0.0, "s": None}
+        if answers:
+            mine = read(q.question, usable, shipped)
+            row["j"], row["b"] = mine.quoted, mine.best
+            started = time.perf_counter()
+            try:
+                theirs = read(q.question, usable, judge)
+            except LocalJudgeUnavailable as exc:
+                row["error"] = str(exc)
+            else:
+                row["lj"], row["lb"] = theirs.quoted, theirs.best
+            row["s"] = time.perf_counter() - started
+        rows.append(row)
     return rows
 
 

@@ -36,7 +36,6 @@ import httpx
 
 from evals.data import load_blind_kb, load_eval_set, load_kb_dir
 from evals.grading import contains_answer
-from evals.harness import ingested
 from evals.splits import kb_half, select
 from grounded_agent.context import Context
 from grounded_agent.grounding.judge import load_judge
@@ -95,31 +94,26 @@ async def candidates(eval_set: Any, questions: list[Any]) -> list[Row]:
     quoted and which three the local judge reads (the shipped judge's top 3)."""
     ctx, shipped = Context(sources=["knowledge_base"]), load_judge()
     rows: list[Row] = []
-    async with ingested(eval_set) as store:
-        for q in questions:
-            found = await store.asearch(q.question, k=ctx.top_k)
-            usable, _, answers = cal.first_attempt(q.question, found, ctx)
-            row: Row = {"id": q.id, "kind": q.kind, "question": q.question, "answers": answers,
-                        "right": False}
-            if answers:
-                row["answers"], row["right"] = cal.graded(q, usable)
-            if row["answers"]:
-                cands = candidate_sentences(usable)
-                written = {(t, "".join(s.split())): (t, s) for t, s in cands}
-                chosen = [written.get((t, "".join(s.split())), (t, s))
-                          for t, s in quoted_sentences(q.question, usable)]
-                pairs = list(dict.fromkeys([*chosen, *cands]))
-                scores = shipped.score(q.question, pairs)
-                where: dict[tuple[str, str], set[str]] = {}
-                for f in usable:
-                    for pair in candidate_sentences([f]):
-                        where.setdefault(pair, set()).add(f.source_id)
-                row.update(pairs=pairs, quoted=list(range(len(chosen))),
-                           top=sorted(sorted(range(len(pairs)), key=lambda i: -scores[i])[:3]),
-                           # would quoting this sentence alone be right (gold document, answer)
-                           hits=[bool(q.should_answer and q.gold_doc_id in where.get(p, set())
-                                      and contains_answer(p[1], q.answers)) for p in pairs])
-            rows.append(row)
+    async for q, usable, answers, right in cal.first_attempts(eval_set, questions, ctx):
+        row: Row = {"id": q.id, "kind": q.kind, "question": q.question, "answers": answers,
+                    "right": right}
+        if answers:
+            cands = candidate_sentences(usable)
+            written = {(t, "".join(s.split())): (t, s) for t, s in cands}
+            chosen = [written.get((t, "".join(s.split())), (t, s))
+                      for t, s in quoted_sentences(q.question, usable)]
+            pairs = list(dict.fromkeys([*chosen, *cands]))
+            scores = shipped.score(q.question, pairs)
+            where: dict[tuple[str, str], set[str]] = {}
+            for f in usable:
+                for pair in candidate_sentences([f]):
+                    where.setdefault(pair, set()).add(f.source_id)
+            row.update(pairs=pairs, quoted=list(range(len(chosen))),
+                       top=sorted(sorted(range(len(pairs)), key=lambda i: -scores[i])[:3]),
+                       # would quoting this sentence alone be right (gold document, answer)
+                       hits=[bool(q.should_answer and q.gold_doc_id in where.get(p, set())
+                                  and contains_answer(p[1], q.answers)) for p in pairs])
+        rows.append(row)
     return rows
 
 

@@ -27,6 +27,7 @@ import os
 import random
 import sys
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -76,22 +77,32 @@ def graded(q: EvalQuestion, evidence: list[Finding]) -> tuple[bool, bool]:
     return bool(cited), bool(right)
 
 
+async def first_attempts(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context
+                         ) -> AsyncIterator[tuple[EvalQuestion, list[Finding], bool, bool]]:
+    """Each question's first attempt replayed on the set's store: the passages the offline agent
+    keeps, whether the rules' extract of them cites any, and whether it is right."""
+    async with ingested(eval_set) as store:
+        for q in questions:
+            found = await store.asearch(q.question, k=ctx.top_k)
+            usable, _, answers = first_attempt(q.question, found, ctx)
+            right = False
+            if answers:
+                answers, right = graded(q, usable)
+            yield q, usable, answers, right
+
+
 async def collect(eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context) -> list[Row]:
     """Per question: kind, whether the rules answer, whether that answer is right, and the judge's
     reading (its best probability for the quoted sentences, and for any candidate sentence)."""
     judge = load_judge()
     rows: list[Row] = []
-    async with ingested(eval_set) as store:
-        for q in questions:
-            found = await store.asearch(q.question, k=ctx.top_k)
-            usable, _, answers = first_attempt(q.question, found, ctx)
-            row: Row = {"id": q.id, "kind": q.kind, "answers": answers, "right": False, "j": 0.0,
-                        "b": 0.0}
-            if answers:
-                row["answers"], row["right"] = graded(q, usable)
-                reading = read(q.question, usable, judge)
-                row["j"], row["b"] = reading.quoted, reading.best
-            rows.append(row)
+    async for q, usable, answers, right in first_attempts(eval_set, questions, ctx):
+        row: Row = {"id": q.id, "kind": q.kind, "answers": answers, "right": right, "j": 0.0,
+                    "b": 0.0}
+        if answers:
+            reading = read(q.question, usable, judge)
+            row["j"], row["b"] = reading.quoted, reading.best
+        rows.append(row)
     return rows
 
 
