@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -51,6 +52,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_group(proc: subprocess.Popen[Any], timeout_s: float = 20) -> None:
+    """Stop a server started with start_new_session=True and everything it spawned (langgraph
+    dev's workers, llama-server under local_model.py): SIGTERM to its process group, then SIGKILL
+    if it has not gone within `timeout_s`."""
+    for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:  # the whole group has gone already
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 @contextlib.contextmanager
 def langgraph_dev(config: Path, env: dict[str, str], log_path: Path) -> Iterator[str]:
     """`langgraph dev` serving `config` on a free port until the block ends: its URL. Skips where
@@ -80,12 +97,7 @@ def langgraph_dev(config: Path, env: dict[str, str], log_path: Path) -> Iterator
             time.sleep(0.5)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_group(proc)
         log.close()
 
 
@@ -111,11 +123,7 @@ def local_model_server(args: Sequence[str], log: Path, timeout_s: float) -> Iter
         assert len(lines) == 2 and lines[0].startswith("http://127.0.0.1:"), (lines, tail)
         yield lines
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc, timeout_s=30)
 
 
 @pytest.fixture(scope="session")

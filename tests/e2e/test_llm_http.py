@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -41,7 +40,7 @@ from grounded_agent.store import KnowledgeStore, StoreSettings, open_store
 from grounded_agent.tools.base import SourceTool
 from grounded_agent.tools.knowledge_base import make_knowledge_base_tool
 from tests.conftest import squad_path
-from tests.e2e.conftest import ROOT, child_env, free_port
+from tests.e2e.conftest import ROOT, child_env, free_port, stop_group
 from tests.support.openai_double import STYLES, Behaviour, Fault, ModelDouble, Oracle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -783,21 +782,10 @@ def start_server(cmd: list[str], env: dict[str, str], url: str, probe: str, log:
         except httpx.HTTPError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
-            stop_server(proc)
+            stop_group(proc)
             log.seek(0)
             pytest.fail(f"{cmd[0]} did not come up:\n{log.read()[-3000:]}")
         time.sleep(0.5)
-
-
-def stop_server(proc: Any) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -813,7 +801,7 @@ def endpoint(
         try:
             yield url
         finally:
-            stop_server(proc)
+            stop_group(proc)
 
 
 def test_endpoint_invoke_answers_through_the_model_server(
@@ -874,7 +862,7 @@ def dev_server(
         try:
             yield url
         finally:
-            stop_server(proc)
+            stop_group(proc)
 
 
 async def test_langgraph_dev_run_answers_through_the_model_server(

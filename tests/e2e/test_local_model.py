@@ -126,7 +126,8 @@ def test_the_cli_answers_through_the_local_model(
 def test_the_endpoint_answers_through_the_local_model(
     ingested_home: Path, server: dict[str, Any], tmp_path: Path
 ) -> None:
-    from tests.e2e.test_llm_http import start_server, stop_server
+    from tests.e2e.conftest import stop_group
+    from tests.e2e.test_llm_http import start_server
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -137,7 +138,7 @@ def test_the_endpoint_answers_through_the_local_model(
             r = httpx.post(f"{url}/agent/invoke", json={"input": {"question": PRICE[0]}},
                            timeout=600)
         finally:
-            stop_server(proc)
+            stop_group(proc)
     assert r.status_code == 200, r.text
     check_answered(r.json()["output"], PRICE[1], PRICE[2])
     assert http_500s(server) == []

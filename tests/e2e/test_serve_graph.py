@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import ROOT, child_env, free_port
-from tests.e2e.test_llm_http import GROUNDED_AGENT, start_server, stop_server
+from tests.e2e.conftest import ROOT, child_env, free_port, stop_group
+from tests.e2e.test_llm_http import GROUNDED_AGENT, start_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -60,7 +60,7 @@ def served_graph(user_app: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         try:
             yield url
         finally:
-            stop_server(proc)
+            stop_group(proc)
             from grounded_agent.store.server import stop_embedded_server
 
             stop_embedded_server(home)
