@@ -17,6 +17,13 @@ answer's words), and the signals.
    agent's own gate with no tuning set losing), then reported on the held-out sets.
 
     .venv/bin/python benchmarks/bench_gate_ceiling.py [--per-kind 300] [--rows FILE | --load FILE]
+        [--local-url URL]
+
+With --local-url (a `scripts/local_model.py serve --model qwen2.5-coder-1.5b-instruct --judge`
+server, issue 47), the local judge reads the same sentences as the shipped one and its quoted,
+best and lead scores join the signals; every gate is then fitted twice on the same questions,
+without and with them, so the two AUCs compare like for like. The local judge reads only where
+the extract answers: about 3 s a question on two cores.
 
 SQuAD: the judge's test and tune articles, sampled as calibrate_judge.py samples them; the project
 KBs: every question, split into halves by `evals.splits.kb_half` (alpenrail_travel, written blind,
@@ -47,43 +54,53 @@ from evals.grading import Outcome, credited_score  # noqa: E402
 from evals.harness import ingested  # noqa: E402
 from evals.splits import kb_half, select  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
-from grounded_agent.grounding.judge import load_judge  # noqa: E402
+from grounded_agent.grounding.judge import SentenceJudge, load_judge  # noqa: E402
 from grounded_agent.grounding.judge.reading import read  # noqa: E402
 from grounded_agent.grounding.scoring import signals  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 CALIBRATE: Any = importlib.import_module("calibrate_judge")
 TRAIN: Any = importlib.import_module("train_judge")  # scripts/, beside benchmarks/
+LOCAL: Any = importlib.import_module("bench_local_judge")
 FEATURES = ("relevance", "top_gap", "coverage", "top_coverage", "missing_names", "local_verdict",
             "judge_quoted", "judge_best", "judge_lead", "agent_answers")
+LOCAL_FEATURES = ("local_judge_quoted", "local_judge_best", "local_judge_lead")
+"""With --local-url: the 1.5B local judge's reading of the same sentences (issue 47)."""
 Row = dict[str, Any]
 
 
 async def collect(
-    name: str, eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context
+    name: str, eval_set: EvalSet, questions: list[EvalQuestion], ctx: Context,
+    local: SentenceJudge | None = None,
 ) -> list[Row]:
     """Per question: its kind, whether the ungated extract is right, and every signal."""
     judge = load_judge()
+    width = len(FEATURES) + (len(LOCAL_FEATURES) if local else 0)
     manifest = judge.manifest
     rows: list[Row] = []
     async with ingested(eval_set) as store:
         for q in questions:
             found = await store.asearch(q.question, k=ctx.top_k)
             row: Row = {"set": name, "id": q.id, "kind": q.kind, "note": q.note,
-                        "answers": False, "right": False, "x": [0.0] * len(FEATURES)}
+                        "answers": False, "right": False, "x": [0.0] * width}
             if found:
                 row["answers"], row["right"] = CALIBRATE.graded(q, found)
-                usable, conf, local = CALIBRATE.first_attempt(q.question, found, ctx)
+                usable, conf, verdict = CALIBRATE.first_attempt(q.question, found, ctx)
                 s = signals(q.question, found)
                 reading = read(q.question, found, judge)
                 # the agent reads only the passages it kept
-                kept = read(q.question, usable, judge) if local else reading
-                agent = (local and kept.quoted >= manifest.veto
+                kept = read(q.question, usable, judge) if verdict else reading
+                agent = (verdict and kept.quoted >= manifest.veto
                          and kept.best - kept.quoted <= manifest.margin)
                 gap = found[0].score - (found[1].score if len(found) > 1 else 0.0)
                 row["x"] = [s.best_score, gap, s.coverage, s.top_coverage, float(bool(s.missing)),
                             float(conf.can_answer), reading.quoted, reading.best,
                             reading.best - reading.quoted, float(agent)]
+                if local and row["answers"]:  # where no extract answers, no gate decides
+                    theirs = read(q.question, found, local)
+                    row["x"] += [theirs.quoted, theirs.best, theirs.best - theirs.quoted]
+                elif local:
+                    row["x"] += [0.0] * len(LOCAL_FEATURES)
                 row["agent"] = agent
                 if agent:  # the agent quotes from the passages it kept, which may differ
                     row["agent_right"] = CALIBRATE.graded(q, usable)[1]
@@ -169,14 +186,23 @@ def report(name: str, rows: list[Row], target_right: float, wrong_max: float, ne
     plain = tally(rows, [bool(r["answers"]) for r in rows])
     agent = tally(rows, [bool(r.get("agent")) for r in rows], "agent_right")
     best, fitted_auc = frontier(rows, wrong_max, near_min, ook_min)
+    with_local = len(rows[0]["x"]) > len(FEATURES)
+    if with_local:
+        best_base, base_auc = frontier(base_only(rows), wrong_max, near_min, ook_min)
     ans = [r for r in rows if r["kind"] == "answerable" and r["answers"]]
     n_right = sum(r["right"] for r in ans) or 1
     n_wrong = (len(ans) - sum(r["right"] for r in ans)) or 1
     print(f"== {name} ({len(rows)} questions)")
     print(line("no gate (every extract)", plain))
     print(line("the agent's gate (first attempt)", agent))
-    print(line(f"best fitted gate, wrong <= {wrong_max:g}%", best))
-    print(f"  fitted gate AUC, right against wrong answers: {fitted_auc:.3f}")
+    if with_local:
+        print(line(f"best fitted gate, wrong <= {wrong_max:g}%", best_base))
+        print(line("  the same with the local judge", best))
+        print(f"  fitted gate AUC, right against wrong answers: {base_auc:.3f}, with the local "
+              f"judge's signals {fitted_auc:.3f}")
+    else:
+        print(line(f"best fitted gate, wrong <= {wrong_max:g}%", best))
+        print(f"  fitted gate AUC, right against wrong answers: {fitted_auc:.3f}")
     if plain["right"] >= target_right:
         keep = target_right / plain["right"]
         drop = min(1.0, wrong_max * len([r for r in rows if r["kind"] == "answerable"])
@@ -187,6 +213,11 @@ def report(name: str, rows: list[Row], target_right: float, wrong_max: float, ne
     else:
         print(f"  {target_right:g}% right is above the no-gate extract ({plain['right']:.1f}%): "
               "only better retrieval or reading reaches it")
+
+
+def base_only(rows: list[Row]) -> list[Row]:
+    """The rows with the agent's own signals only (the local judge's left out)."""
+    return [{**r, "x": r["x"][:len(FEATURES)]} for r in rows]
 
 
 def credited(rows: list[Row], answered: Sequence[bool], right: str = "right") -> float:
@@ -229,7 +260,7 @@ def fitted_on_tuning(tune: dict[str, list[Row]], test: dict[str, list[Row]]) -> 
         print("\n== A gate fitted on the tuning data: no cut-off leaves every tuning set at least "
               f"where the agent's gate has it; shown at {cut:.2f}, the best mean (not kept)")
     print("   weights (standardised): " + ", ".join(
-        f"{n} {w:+.2f}" for n, w in zip(FEATURES, gate.w, strict=False)))
+        f"{n} {w:+.2f}" for n, w in zip(FEATURES + LOCAL_FEATURES, gate.w, strict=False)))
     for label, sets in (("tuning", tune), ("held-out", test)):
         print(f"-- {label} (credited; answerable right / wrong, unanswerable abstained)")
         for name, rows in sorted(sets.items()):
@@ -246,18 +277,18 @@ def dump(path: Path, rows: list[Row]) -> None:
             out.write(json.dumps(r) + "\n")
 
 
-async def gather(per_kind: int) -> list[Row]:
+async def gather(per_kind: int, local: SentenceJudge | None = None) -> list[Row]:
     ctx = Context(sources=["knowledge_base"])
     squad = load_eval_set(CALIBRATE.SQUAD / "questions.jsonl", CALIBRATE.SQUAD / "kb_corpus.jsonl")
     rows: list[Row] = []
     for name, eval_set in (("squad", squad), ("squad-swapped", load_swapped_set(CALIBRATE.SQUAD))):
         for split in ("tune", "test"):
             chosen = CALIBRATE.sample(select(eval_set.questions, split), per_kind)
-            rows += [{**r, "split": split} for r in await collect(name, eval_set, chosen, ctx)]
+            rows += [{**r, "split": split} for r in await collect(name, eval_set, chosen, ctx, local)]
         print(f"{name}: read", file=sys.stderr, flush=True)
     for kb_dir in sorted(p for p in CALIBRATE.KBS.iterdir() if p.is_dir()):
         kb = load_kb_dir(kb_dir)
-        for r in await collect(kb_dir.name, kb, kb.questions, ctx):
+        for r in await collect(kb_dir.name, kb, kb.questions, ctx, local):
             tuned = kb_dir.name in CALIBRATE.TUNING_KBS and kb_half(r["id"]) == "tune"
             rows.append({**r, "split": "tune" if tuned else "test"})
         print(f"{kb_dir.name}: read", file=sys.stderr, flush=True)
@@ -269,6 +300,7 @@ def main() -> int:
     parser.add_argument("--per-kind", type=int, default=300)
     parser.add_argument("--rows", type=Path, help="also write every question's signals here")
     parser.add_argument("--load", type=Path, help="read the signals from --rows instead of replaying")
+    parser.add_argument("--local-url", help="a local judge server: its scores join the signals")
     args = parser.parse_args()
     if args.load:
         rows = [json.loads(line) for line in args.load.open(encoding="utf-8")]
@@ -276,7 +308,9 @@ def main() -> int:
         if not CALIBRATE.SQUAD.exists():
             print(f"no evaluation data at {CALIBRATE.SQUAD} (set GROUNDED_AGENT_EVAL_DATA)")
             return 2
-        rows = asyncio.run(gather(args.per_kind))
+        local = LOCAL.local_judge(args.local_url.rstrip("/").removesuffix("/v1")) \
+            if args.local_url else None
+        rows = asyncio.run(gather(args.per_kind, local))
         if args.rows:
             dump(args.rows, rows)
     tune: dict[str, list[Row]] = {}
@@ -292,6 +326,11 @@ def main() -> int:
         else:
             whole = held + tune.get(name, [])
             report(f"{name}, every question", whole, 50.0, 8.0, 80.0, 100.0)
+    if len(rows[0]["x"]) > len(FEATURES):
+        print("\n== Without the local judge's signals (the same questions)")
+        fitted_on_tuning({n: base_only(r) for n, r in tune.items()},
+                         {n: base_only(r) for n, r in test.items()})
+        print("\n== With the local judge's signals")
     fitted_on_tuning(tune, test)
     return 0
 

@@ -54,3 +54,17 @@ def test_the_needed_auc_grows_with_what_a_target_asks() -> None:
     assert BENCH.needed_auc(0.5, 0.5) == pytest.approx(0.5, abs=1e-6)
     assert BENCH.needed_auc(0.92, 0.38) == pytest.approx(0.88, abs=0.01)
     assert BENCH.needed_auc(0.95, 0.2) > BENCH.needed_auc(0.92, 0.38)
+
+
+def test_the_local_judges_signal_is_fitted_beside_the_agents_and_can_be_left_out() -> None:
+    # the agent's signals say nothing; the local judge's (the extra column) separates
+    rows = []
+    for i in range(30):
+        right = i % 2 == 0
+        x = [float(i % 3)] + [0.0] * (len(BENCH.FEATURES) - 1)
+        x += [1.0 if right else 0.0, 1.0, 0.0 if right else 1.0]
+        rows.append({"set": "s", "kind": "answerable", "answers": True, "right": right, "x": x})
+    assert all(len(r["x"]) == len(BENCH.FEATURES) for r in BENCH.base_only(rows))
+    _, with_local = BENCH.frontier(rows, 8.0, 0.0, 0.0)
+    _, without = BENCH.frontier(BENCH.base_only(rows), 8.0, 0.0, 0.0)
+    assert with_local == 1.0 and without < 0.75

@@ -103,7 +103,8 @@ class ScriptedJudge(Judge):
         self.scores = scores
         self.manifest = load_judge().manifest
 
-    def score(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]:
+    def score(self, question: str, candidates: Sequence[tuple[str, str]], quoted: int = 0
+              ) -> list[float]:
         return [self.scores.get(sentence, 0.0) for _, sentence in candidates]
 
 

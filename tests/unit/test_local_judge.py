@@ -87,6 +87,30 @@ def test_the_judge_reads_the_capped_candidates_with_the_prompt_prefix_cached(
     assert body["prompt"].index(QUESTION) < body["prompt"].index(ANSWER)  # the question: prefix
 
 
+def test_an_answers_own_sentence_is_read_first_whatever_the_trained_judge_thinks_of_it(
+        server: respx.Router) -> None:
+    route = server.post("/completion").mock(return_value=httpx.Response(200, json=reply(0.9)))
+    judge = LocalJudge(url=URL, shipped=load_judge(), max_candidates=1,
+                       prompt=Context().local_judge_prompt)
+    cafe = ("Cafe", "The cafe serves coffee.")  # the trained judge rates it below the answer
+    pairs = [cafe, ("Borrowing", ANSWER)]
+    assert judge.score(QUESTION, pairs, quoted=1) == pytest.approx([0.9, 0.0])
+    assert cafe[1] in json.loads(route.calls[0].request.content)["prompt"]
+    # the control: not marked as quoted, the cap leaves it unread (a 0, which the veto refuses)
+    assert judge.score(QUESTION, pairs) == pytest.approx([0.0, 0.9])
+
+
+def test_reading_marks_the_quoted_sentences(server: respx.Router) -> None:
+    from grounded_agent.grounding.judge.reading import read
+
+    server.post("/completion").mock(return_value=httpx.Response(200, json=reply(0.9)))
+    judge = LocalJudge(url=URL, shipped=load_judge(), max_candidates=1,
+                       prompt=Context().local_judge_prompt)
+    # the answer quotes the list sentence, which the trained judge rates below the loan period
+    reading = read(QUESTION, [LOANS], judge, quoted=[("Borrowing", LIST)])
+    assert reading.quoted == pytest.approx(0.9)
+
+
 def test_text_in_the_prompt_cannot_close_a_chat_turn(server: respx.Router) -> None:
     route = server.post("/completion").mock(return_value=httpx.Response(200, json=reply(0.9)))
     judge = LocalJudge(url=URL, shipped=load_judge(), prompt=Context().local_judge_prompt)

@@ -64,7 +64,11 @@ class SentenceJudge(Protocol):
     @property
     def name(self) -> str: ...
 
-    def score(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]: ...
+    def score(self, question: str, candidates: Sequence[tuple[str, str]], quoted: int = 0
+              ) -> list[float]:
+        """A score per candidate. The first `quoted` candidates are the sentences an answer
+        quotes: a judge that reads only some candidates reads these first."""
+        ...
 
 
 class Judge:
@@ -98,8 +102,10 @@ class Judge:
                 from exc
         return cls(session, tokenizer, manifest)
 
-    def score(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]:
-        """The probability that each (title, sentence) answers the question. One pair per run:
+    def score(self, question: str, candidates: Sequence[tuple[str, str]], quoted: int = 0
+              ) -> list[float]:
+        """The probability that each (title, sentence) answers the question (every one is read,
+        so `quoted` changes nothing). One pair per run:
         the int8 model quantises its activations per run, so a pair scored beside others would
         get a score that depends on them."""
         import numpy as np

@@ -6,8 +6,9 @@ same interface (`SentenceJudge`), so judge.reading applies its veto and margin u
 local judge's own cut-offs (local_cutoffs.json, chosen on the tuning split by
 benchmarks/bench_local_judge.py). A score is P(yes) / (P(yes) + P(no)) of the first token the
 model writes after LOCAL_JUDGE_PROMPT, read from llama-server's `/completion` with `n_predict` 1 and
-`n_probs`. Cost is bounded: only the `max_candidates` sentences the shipped judge rates highest are
-read (the others score 0: not read, not trusted to answer), each question's prompt prefix stays
+`n_probs`. Cost is bounded: `max_candidates` sentences are read, the answer's quoted ones first and
+then those the shipped judge rates highest (the others score 0: not read, not trusted to answer;
+an answer is never vetoed because its own sentence went unread), each question's prompt prefix stays
 computed in the server (`cache_prompt`), and the whole question has `timeout_s`. Any failure
 (unreachable, an HTTP error, too slow, a reply without yes or no among its top tokens) raises
 LocalJudgeUnavailable, never a score: the caller then takes the shipped judge's outcome
@@ -99,14 +100,18 @@ class LocalJudge:
         if not float(self.timeout_s) > 0:
             raise ValueError("local_judge_timeout_s must be above 0")
 
-    def score(self, question: str, candidates: Sequence[tuple[str, str]]) -> list[float]:
-        """P(yes) for each of the `max_candidates` candidates the shipped judge rates highest, 0
-        for the rest; raises LocalJudgeUnavailable (never a partial list) on any failure."""
+    def score(self, question: str, candidates: Sequence[tuple[str, str]], quoted: int = 0
+              ) -> list[float]:
+        """P(yes) for `max_candidates` candidates, 0 for the rest: the first `quoted` (an
+        answer's own sentences), then those the shipped judge rates highest. Raises
+        LocalJudgeUnavailable (never a partial list) on any failure."""
         pairs = list(candidates)
         if not pairs:
             return []
         ranked = self.shipped.score(question, pairs)
-        chosen = sorted(range(len(pairs)), key=lambda i: -ranked[i])[: self.max_candidates]
+        own = list(range(min(quoted, len(pairs))))
+        others = sorted(range(len(own), len(pairs)), key=lambda i: -ranked[i])
+        chosen = (own + others)[: self.max_candidates]
         deadline = time.monotonic() + self.timeout_s
         out = [0.0] * len(pairs)
         for i in sorted(chosen):  # in the passages' order: the shared prefix is read once

@@ -71,8 +71,9 @@ def _readings(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
     as_written = {(title, "".join(s.split())): (title, s) for title, s in candidates}
     chosen = [[as_written.get((title, "".join(s.split())), (title, s)) for title, s in said]
               for said in answers]
-    pairs = list(dict.fromkeys([*(p for c in chosen for p in c), *candidates]))
-    scores = dict(zip(pairs, judge.score(question, pairs), strict=True))
+    own = list(dict.fromkeys(p for c in chosen for p in c))
+    pairs = list(dict.fromkeys([*own, *candidates]))
+    scores = dict(zip(pairs, judge.score(question, pairs, quoted=len(own)), strict=True))
     best = max(scores.values(), default=0.0)
     return [Reading(quoted=max((scores[p] for p in c), default=0.0), best=best) for c in chosen]
 
