@@ -81,7 +81,11 @@ from grounded_agent.grounding.judge.local import (  # noqa: E402
     LocalJudgeUnavailable,
     local_manifest,
 )
-from grounded_agent.grounding.judge.reading import read  # noqa: E402
+from grounded_agent.grounding.judge.reading import (  # noqa: E402
+    judged_pairs,
+    quoted_sentences,
+    read,
+)
 from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT  # noqa: E402
 
 JUDGE_MODEL = "qwen2.5-coder-1.5b-instruct"
@@ -176,6 +180,34 @@ async def collect(eval_set: EvalSet, questions: Sequence[EvalQuestion], judge: L
     return rows
 
 
+async def refresh(eval_set: EvalSet, rows: list[Row], judge: LocalJudge) -> int:
+    """Bring rows replayed before quoted-first reading up to date: read again, in place, each
+    answer whose quoted sentences the judge then left unread (it read only the trained judge's
+    top `max_candidates`); any other row is read alike by both rules, so its scores stand. The
+    rows' first attempts are replayed to check they are the same. Returns how many were read."""
+    ctx = Context(sources=["knowledge_base"])
+    by_id = {r["id"]: r for r in rows}
+    wanted = [q for q in eval_set.questions if q.id in by_id]
+    again = 0
+    async for q, usable, answers, right in cal.first_attempts(eval_set, wanted, ctx):
+        row = by_id[q.id]
+        if (answers, right) != (row["answers"], row["right"]):
+            raise SystemExit(f"{q.id}: the first attempt is not the one replayed before")
+        if not answers or "error" in row:
+            continue
+        _, pairs, own = judged_pairs(usable, [quoted_sentences(q.question, usable)])
+        ranked = judge.shipped.score(q.question, pairs)
+        before = sorted(range(len(pairs)), key=lambda i: -ranked[i])[: judge.max_candidates]
+        if all(i in before for i in range(own)):
+            continue
+        started = time.perf_counter()
+        theirs = read(q.question, usable, judge)
+        row["lj"], row["lb"], row["s"] = theirs.quoted, theirs.best, time.perf_counter() - started
+        row["refreshed"] = True
+        again += 1
+    return again
+
+
 def _keep(args: argparse.Namespace, tune: dict[str, list[Row]], test: dict[str, list[Row]]
           ) -> None:
     """The rows read so far, beside --out (FILE.partial), so a run cut short keeps them."""
@@ -236,6 +268,16 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
         kept = json.loads(args.resume.read_text(encoding="utf-8"))
         tune, test = kept["tune"], kept["test"]
     squad = load_eval_set(cal.SQUAD / "questions.jsonl", cal.SQUAD / "kb_corpus.jsonl")
+    if args.refresh:
+        for split, sets in (("tune", tune), ("test", test)):
+            for name, rows in sets.items():
+                source = (squad if name.startswith("squad") else
+                          load_blind_kb(BLIND / name) if name.startswith("blind_") else
+                          load_kb_dir(KBS / name))
+                again = await refresh(source, rows, judge)
+                print(f"{split} {name}: {again} of {len(rows)} read again", file=sys.stderr,
+                      flush=True)
+                _keep(args, tune, test)
     splits: tuple[tuple[Split, dict[str, list[Row]], int], ...] = (
         ("tune", tune, args.tune_per_kind), ("test", test, args.test_per_kind))
     for split, into, per_kind in splits:
@@ -477,6 +519,9 @@ def main() -> int:
     p_replay.add_argument("--write", action="store_true", help="store the cut-offs")
     p_replay.add_argument("--resume", type=Path, default=None,
                           help="keep the sets of a run cut short (its --out FILE.partial)")
+    p_replay.add_argument("--refresh", action="store_true",
+                          help="with --resume from a run before quoted-first reading: read "
+                          "again only the answers whose quoted sentences went unread")
     p_replay.add_argument("--squad-seeds", type=lambda v: [int(x) for x in v.split(",")],
                           default=[], help="test articles as `python -m evals` samples them "
                           "(--test-per-kind per kind for each seed, e.g. 0,1,2) instead of seed 7")

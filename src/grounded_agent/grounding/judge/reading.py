@@ -62,9 +62,10 @@ def read(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
     return reading
 
 
-def _readings(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
-              answers: Sequence[Sequence[tuple[str, str]]]) -> list[Reading]:
-    """One reading per answer's quoted sentences, the candidates scored once for all."""
+def judged_pairs(evidence: Sequence[Finding], answers: Sequence[Sequence[tuple[str, str]]]
+                 ) -> tuple[list[list[tuple[str, str]]], list[tuple[str, str]], int]:
+    """Each answer's quoted sentences as candidates, and every (title, sentence) a judge scores:
+    the quoted ones first (how many: the last value), then the rest of the candidates."""
     candidates = candidate_sentences(evidence)
     # a claim comes back from the parser with its spacing changed ("days ." for "days."): the
     # candidate it was quoted from is scored, so one sentence never gets two scores
@@ -72,8 +73,14 @@ def _readings(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
     chosen = [[as_written.get((title, "".join(s.split())), (title, s)) for title, s in said]
               for said in answers]
     own = list(dict.fromkeys(p for c in chosen for p in c))
-    pairs = list(dict.fromkeys([*own, *candidates]))
-    scores = dict(zip(pairs, judge.score(question, pairs, quoted=len(own)), strict=True))
+    return chosen, list(dict.fromkeys([*own, *candidates])), len(own)
+
+
+def _readings(question: str, evidence: Sequence[Finding], judge: SentenceJudge,
+              answers: Sequence[Sequence[tuple[str, str]]]) -> list[Reading]:
+    """One reading per answer's quoted sentences, the candidates scored once for all."""
+    chosen, pairs, own = judged_pairs(evidence, answers)
+    scores = dict(zip(pairs, judge.score(question, pairs, quoted=own), strict=True))
     best = max(scores.values(), default=0.0)
     return [Reading(quoted=max((scores[p] for p in c), default=0.0), best=best) for c in chosen]
 
