@@ -355,8 +355,9 @@ class Context:
     local_judge_max_candidates: int = field(
         default=3,
         metadata={
-            "description": "Sentences per question the local judge reads (1 to 50): those the "
-            "trained judge rates highest; the others count as not answering. 3 (a cost bound, set "
+            "description": "Sentences per question the local judge reads (1 to 50): the ones "
+            "the answer quotes, then those the trained judge rates highest; the others count as "
+            "not answering. 3 (a cost bound, set "
             "before any accuracy was measured): each sentence took 1-3.3 s on two shared cores "
             "with the 1.5B model, and the target is 5 s per question "
             "(benchmarks/results/local-judge.md)."
