@@ -74,6 +74,8 @@ from evals.grading import Graded  # noqa: E402
 from evals.harness import arun_sample, ingested  # noqa: E402
 from evals.splits import Split, kb_half, select  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
+from grounded_agent.grounding.citations import split_claims  # noqa: E402
+from grounded_agent.grounding.extractive import extractive_draft  # noqa: E402
 from grounded_agent.grounding.judge import load_judge  # noqa: E402
 from grounded_agent.grounding.judge.local import (  # noqa: E402
     CUTOFFS,
@@ -87,6 +89,7 @@ from grounded_agent.grounding.judge.reading import (  # noqa: E402
     read,
 )
 from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT  # noqa: E402
+from grounded_agent.schemas import Finding  # noqa: E402
 
 JUDGE_MODEL = "qwen2.5-coder-1.5b-instruct"
 KBS = ROOT / "benchmarks" / "kbs"
@@ -370,6 +373,89 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
     return report
 
 
+def quoted_passages(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(title, text) of each passage the offline answer quotes from, in the answer's order."""
+    found = list(evidence)
+    claims, _ = split_claims(extractive_draft(question, found), found)
+    marks = dict.fromkeys(c.markers[0] for c in claims if c.markers and c.markers[0] <= len(found))
+    return [(found[i - 1].title, found[i - 1].text) for i in marks]
+
+
+def as_passage(rows: list[Row]) -> list[Row]:
+    """The passage's P(yes) as the reading; no margin (nothing else is read to compare with)."""
+    return [{**r, "j": r.get("pj", 0.0), "b": r.get("pj", 0.0)} for r in rows]
+
+
+async def passages(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    """The other unit the issue allows: the local judge reads each passage the answer quotes
+    from, whole, instead of sentences. Same rows (a `replay --out` file), same rule for its
+    veto, same held-out report; the unit with the larger mean credited gain on the tuning sets
+    would be the one to ship."""
+    judge = local_judge(url)
+    kept = json.loads(args.resume.read_text(encoding="utf-8"))
+    kept = kept.get("rows", kept)
+    tune, test = kept["tune"], {n: r for n, r in kept["test"].items() if n in args.sets or
+                                not n.startswith("squad")}
+    squad = load_eval_set(cal.SQUAD / "questions.jsonl", cal.SQUAD / "kb_corpus.jsonl")
+    ctx = Context(sources=["knowledge_base"])
+    for split, sets in (("tune", tune), ("test", test)):
+        for name, rows in sets.items():
+            if all("pj" in r or not r["answers"] or "error" in r for r in rows):
+                continue
+            source = (squad if name.startswith("squad") else
+                      load_blind_kb(BLIND / name) if name.startswith("blind_") else
+                      load_kb_dir(KBS / name))
+            by_id = {r["id"]: r for r in rows}
+            wanted = [q for q in source.questions if q.id in by_id]
+            async for q, usable, answers, right in cal.first_attempts(source, wanted, ctx):
+                row = by_id[q.id]
+                if (answers, right) != (row["answers"], row["right"]):
+                    raise SystemExit(f"{q.id}: the first attempt is not the one replayed before")
+                if not answers or "error" in row or "pj" in row:
+                    continue
+                said = quoted_passages(q.question, usable)
+                started = time.perf_counter()
+                row["pj"] = max(judge.score(q.question, said, quoted=len(said)), default=0.0)
+                row["ps"] = time.perf_counter() - started
+            print(f"{split} {name}: passages read", file=sys.stderr, flush=True)
+            _keep(args, tune, test)
+    base = {name: cal.credited(rows, cal.OFF) for name, rows in tune.items()}
+    cut = choose({n: as_passage(r) for n, r in tune.items()})
+    sentence_cut = (local_manifest().veto, local_manifest().margin)
+    report: dict[str, Any] = {"veto": cut[0], "sets": {}}
+    for label, sets in (("tune", tune), ("test", test)):
+        print(f"== {label}: credited (no judge / local, sentences {sentence_cut} / local, "
+              f"passages veto {cut[0]})")
+        for name, rows in sets.items():
+            line = {"none": cal.credited(rows, cal.OFF),
+                    "sentences": cal.credited(as_local(rows), sentence_cut),
+                    "passages": cal.credited(as_passage(rows), cut),
+                    "outcomes_sentences": outcomes(as_local(rows), sentence_cut),
+                    "outcomes_passages": outcomes(as_passage(rows), cut)}
+            report["sets"][f"{label}/{name}"] = line
+            print(f"{name:20s} {len(rows):4d} q  {line['none']:+.3f} / {line['sentences']:+.3f}"
+                  f" / {line['passages']:+.3f}")
+        if label == "tune":
+            gains = {k: statistics.mean(report["sets"][f"tune/{n}"][k] - base[n] for n in tune)
+                     for k in ("sentences", "passages")}
+            report["mean_gain_tune"] = gains
+            print(f"mean credited gain over no judge on the tuning sets: sentences "
+                  f"{gains['sentences']:+.4f}, passages {gains['passages']:+.4f}")
+    held = [r for rows in test.values() for r in rows if "pj" in r]
+    for key, label in (("j", "shipped, sentences"), ("lj", "local, sentences"),
+                       ("pj", "local, passages")):
+        report[f"auc/{key}"] = auc_of(held, key)
+        print(f"AUC held out ({len(held)} answered): {label} {report[f'auc/{key}']:.3f}")
+    seconds = sorted(r["ps"] for rows in (*tune.values(), *test.values()) for r in rows
+                     if "ps" in r)
+    report["passage_seconds"] = {"questions": len(seconds), "p50": statistics.median(seconds),
+                                 "p95": seconds[int(0.95 * (len(seconds) - 1))]}
+    print(f"passages per judged question: p50 {report['passage_seconds']['p50']:.2f} s, p95 "
+          f"{report['passage_seconds']['p95']:.2f} s ({len(seconds)} questions)")
+    report["rows"] = {"tune": tune, "test": test}
+    return report
+
+
 def outcomes(rows: list[Row], cut: tuple[float, float]) -> dict[str, float | None]:
     """The evaluation's shares (benchmarks/results/evaluation.md) for replayed rows under `cut`:
     answerable correct / abstained / wrong, near-misses and out-of-KB questions abstained."""
@@ -530,7 +616,11 @@ def main() -> int:
     p_agent.add_argument("--seed", type=int, default=0)
     p_agent.add_argument("--kb", action="append", default=[],
                          help="only this project KB (repeatable; --squad-per-kind 0: no SQuAD)")
-    for p in (p_replay, p_agent):
+    p_pass = sub.add_parser("passages", help="whole passages read instead of sentences")
+    p_pass.add_argument("--resume", type=Path, required=True, help="a replay --out file")
+    p_pass.add_argument("--sets", type=lambda v: v.split(","), default=["squad-s0"],
+                        help="held-out SQuAD sets to read (the KBs' halves always)")
+    for p in (p_replay, p_agent, p_pass):
         p.add_argument("--url", default=None, help="a running llama-server (else one is started)")
         p.add_argument("--out", type=Path, default=None, help="also write the numbers here")
     p_table = sub.add_parser("table", help="the held-out table from a replay --out file")
@@ -540,7 +630,8 @@ def main() -> int:
         table(args)
         return 0
     with judge_server(args.url) as (url, memory):
-        report = asyncio.run(replay(args, url) if args.part == "replay" else agent(args, url))
+        parts = {"replay": replay, "agent": agent, "passages": passages}
+        report = asyncio.run(parts[args.part](args, url))
     if memory:
         report["server_memory_kb"] = memory
         print(f"llama-server resident memory: {memory.get('VmRSS', 0) / 1024:.0f} MB now, peak "
