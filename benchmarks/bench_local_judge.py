@@ -394,8 +394,9 @@ async def passages(args: argparse.Namespace, url: str) -> dict[str, Any]:
     judge = local_judge(url)
     kept = json.loads(args.resume.read_text(encoding="utf-8"))
     kept = kept.get("rows", kept)
-    tune, test = kept["tune"], {n: r for n, r in kept["test"].items() if n in args.sets or
-                                not n.startswith("squad")}
+    test = {n: r for n, r in kept["test"].items() if not n.startswith("squad")}
+    tune = kept["tune"]
+    test.update((n, kept["test"][n]) for n in args.sets if n)  # SQuAD last: the longest
     squad = load_eval_set(cal.SQUAD / "questions.jsonl", cal.SQUAD / "kb_corpus.jsonl")
     ctx = Context(sources=["knowledge_base"])
     for split, sets in (("tune", tune), ("test", test)):
