@@ -49,7 +49,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # evals/ lives in the checkout
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from evals.data import EvalQuestion, EvalSet, load_eval_set, load_kb_dir, load_swapped_set  # noqa: E402
+from evals.data import (  # noqa: E402
+    EvalQuestion,
+    EvalSet,
+    load_eval_set,
+    load_kb_dir,
+    load_swapped_set,
+    stratified_sample,
+)
 from evals.grading import Outcome, credited_score  # noqa: E402
 from evals.harness import ingested  # noqa: E402
 from evals.splits import kb_half, select  # noqa: E402
@@ -133,6 +140,12 @@ class Gate:
     def prob(self, rows: list[Row]) -> np.ndarray:
         z = self._design(np.array([r["x"] for r in rows], dtype=float))
         return np.asarray(1.0 / (1.0 + np.exp(-z @ self.w)))
+
+
+def weights(gate: Gate) -> str:
+    """Each signal's weight by name, then the intercept (the design's last column)."""
+    names = (*FEATURES, *LOCAL_FEATURES)[: len(gate.w) - 1]
+    return ", ".join(f"{n} {w:+.2f}" for n, w in zip((*names, "intercept"), gate.w, strict=True))
 
 
 def tally(rows: list[Row], answered: Sequence[bool], right: str = "right") -> dict[str, float]:
@@ -259,8 +272,7 @@ def fitted_on_tuning(tune: dict[str, list[Row]], test: dict[str, list[Row]]) -> 
                   for c in np.round(np.arange(0.05, 0.96, 0.01), 2))[1]
         print("\n== A gate fitted on the tuning data: no cut-off leaves every tuning set at least "
               f"where the agent's gate has it; shown at {cut:.2f}, the best mean (not kept)")
-    print("   weights (standardised): " + ", ".join(
-        f"{n} {w:+.2f}" for n, w in zip(FEATURES + LOCAL_FEATURES, gate.w, strict=False)))
+    print("   weights (standardised): " + weights(gate))
     for label, sets in (("tuning", tune), ("held-out", test)):
         print(f"-- {label} (credited; answerable right / wrong, unanswerable abstained)")
         for name, rows in sorted(sets.items()):
@@ -295,15 +307,34 @@ async def gather(per_kind: int, local: SentenceJudge | None = None) -> list[Row]
     return rows
 
 
+async def gather_squad_seed(seed: int, per_kind: int, local: SentenceJudge | None) -> list[Row]:
+    """The held-out SQuAD sample as `python -m evals` draws it (test articles, per kind, seed)."""
+    ctx = Context(sources=["knowledge_base"])
+    squad = load_eval_set(CALIBRATE.SQUAD / "questions.jsonl", CALIBRATE.SQUAD / "kb_corpus.jsonl")
+    chosen = stratified_sample(select(squad.questions, "test"), per_kind, seed)
+    rows = await collect(f"squad-s{seed}", squad, chosen, ctx, local)
+    return [{**r, "split": "test"} for r in rows]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-kind", type=int, default=300)
     parser.add_argument("--rows", type=Path, help="also write every question's signals here")
     parser.add_argument("--load", type=Path, help="read the signals from --rows instead of replaying")
     parser.add_argument("--local-url", help="a local judge server: its scores join the signals")
+    parser.add_argument("--squad-seed", type=int, action="append", default=[],
+                        help="with --load: add the held-out SQuAD sample of this seed (as "
+                        "`python -m evals` draws it, --per-kind per kind) to the loaded rows")
     args = parser.parse_args()
     if args.load:
         rows = [json.loads(line) for line in args.load.open(encoding="utf-8")]
+        local = LOCAL.local_judge(args.local_url.rstrip("/").removesuffix("/v1")) \
+            if args.local_url else None
+        for seed in args.squad_seed:
+            rows += asyncio.run(gather_squad_seed(seed, args.per_kind, local))
+            print(f"squad-s{seed}: read", file=sys.stderr, flush=True)
+            if args.rows:
+                dump(args.rows, rows)
     else:
         if not CALIBRATE.SQUAD.exists():
             print(f"no evaluation data at {CALIBRATE.SQUAD} (set GROUNDED_AGENT_EVAL_DATA)")
@@ -319,10 +350,10 @@ def main() -> int:
         (tune if r["split"] == "tune" else test).setdefault(r["set"], []).append(r)
     print("== The ceiling: a gate fitted on the held-out questions themselves")
     for name, held in sorted(test.items()):
-        if name == "squad":
-            report(f"{name}, test articles", held, 72.0, 8.0, 40.0, 97.0)
-        elif name == "squad-swapped":
+        if name == "squad-swapped":
             report(f"{name}, test articles", held, 70.0, 10.0, 0.0, 97.0)
+        elif name.startswith("squad"):  # squad, and squad-sN from --squad-seed
+            report(f"{name}, test articles", held, 72.0, 8.0, 40.0, 97.0)
         else:
             whole = held + tune.get(name, [])
             report(f"{name}, every question", whole, 50.0, 8.0, 80.0, 100.0)

@@ -68,3 +68,13 @@ def test_the_local_judges_signal_is_fitted_beside_the_agents_and_can_be_left_out
     _, with_local = BENCH.frontier(rows, 8.0, 0.0, 0.0)
     _, without = BENCH.frontier(BENCH.base_only(rows), 8.0, 0.0, 0.0)
     assert with_local == 1.0 and without < 0.75
+
+
+def test_the_weights_are_named_by_signal_and_the_intercept_apart() -> None:
+    rows = [{"set": "s", "kind": "answerable", "answers": True, "right": i % 2 == 0,
+             "x": [float(i % 2)] * len(BENCH.FEATURES)} for i in range(10)]
+    named = BENCH.weights(BENCH.Gate(rows)).split(", ")
+    assert len(named) == len(BENCH.FEATURES) + 1
+    assert named[-1].startswith("intercept ") and not any("local_judge" in n for n in named)
+    wider = [{**r, "x": r["x"] + [0.0] * len(BENCH.LOCAL_FEATURES)} for r in rows]
+    assert BENCH.weights(BENCH.Gate(wider)).split(", ")[-2].startswith("local_judge_lead ")
