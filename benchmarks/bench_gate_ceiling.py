@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from evals.data import (  # noqa: E402
     EvalQuestion,
     EvalSet,
+    load_blind_kb,
     load_eval_set,
     load_kb_dir,
     load_swapped_set,
@@ -316,6 +317,16 @@ async def gather_squad_seed(seed: int, per_kind: int, local: SentenceJudge | Non
     return [{**r, "split": "test"} for r in rows]
 
 
+async def gather_blind(local: SentenceJudge | None) -> list[Row]:
+    """The small KBs written blind and held out (bench_local_judge.BLIND_TEST), every question."""
+    ctx = Context(sources=["knowledge_base"])
+    rows: list[Row] = []
+    for name in LOCAL.BLIND_TEST:
+        kb = load_blind_kb(LOCAL.BLIND / name)
+        rows += [{**r, "split": "test"} for r in await collect(name, kb, kb.questions, ctx, local)]
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-kind", type=int, default=300)
@@ -325,6 +336,9 @@ def main() -> int:
     parser.add_argument("--squad-seed", type=int, action="append", default=[],
                         help="with --load: add the held-out SQuAD sample of this seed (as "
                         "`python -m evals` draws it, --per-kind per kind) to the loaded rows")
+    parser.add_argument("--blind", action="store_true",
+                        help="with --load: add the blind KBs held out (tests/data/blind_kb, "
+                        "blind_kb2) to the loaded rows")
     args = parser.parse_args()
     if args.load:
         rows = [json.loads(line) for line in args.load.open(encoding="utf-8")]
@@ -333,6 +347,10 @@ def main() -> int:
         for seed in args.squad_seed:
             rows += asyncio.run(gather_squad_seed(seed, args.per_kind, local))
             print(f"squad-s{seed}: read", file=sys.stderr, flush=True)
+            if args.rows:
+                dump(args.rows, rows)
+        if args.blind:
+            rows += asyncio.run(gather_blind(local))
             if args.rows:
                 dump(args.rows, rows)
     else:
