@@ -340,28 +340,22 @@ def main() -> int:
                         help="with --load: add the blind KBs held out (tests/data/blind_kb, "
                         "blind_kb2) to the loaded rows")
     args = parser.parse_args()
+    local = LOCAL.local_judge(args.local_url.rstrip("/").removesuffix("/v1")) \
+        if args.local_url else None
     if args.load:
         rows = [json.loads(line) for line in args.load.open(encoding="utf-8")]
-        local = LOCAL.local_judge(args.local_url.rstrip("/").removesuffix("/v1")) \
-            if args.local_url else None
         for seed in args.squad_seed:
             rows += asyncio.run(gather_squad_seed(seed, args.per_kind, local))
             print(f"squad-s{seed}: read", file=sys.stderr, flush=True)
-            if args.rows:
-                dump(args.rows, rows)
         if args.blind:
             rows += asyncio.run(gather_blind(local))
-            if args.rows:
-                dump(args.rows, rows)
     else:
         if not CALIBRATE.SQUAD.exists():
             print(f"no evaluation data at {CALIBRATE.SQUAD} (set GROUNDED_AGENT_EVAL_DATA)")
             return 2
-        local = LOCAL.local_judge(args.local_url.rstrip("/").removesuffix("/v1")) \
-            if args.local_url else None
         rows = asyncio.run(gather(args.per_kind, local))
-        if args.rows:
-            dump(args.rows, rows)
+    if args.rows:
+        dump(args.rows, rows)
     tune: dict[str, list[Row]] = {}
     test: dict[str, list[Row]] = {}
     for r in rows:

@@ -74,8 +74,6 @@ from evals.grading import Graded  # noqa: E402
 from evals.harness import arun_sample, ingested  # noqa: E402
 from evals.splits import Split, kb_half, select  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
-from grounded_agent.grounding.citations import split_claims  # noqa: E402
-from grounded_agent.grounding.extractive import extractive_draft  # noqa: E402
 from grounded_agent.grounding.judge import load_judge  # noqa: E402
 from grounded_agent.grounding.judge.local import (  # noqa: E402
     CUTOFFS,
@@ -85,6 +83,7 @@ from grounded_agent.grounding.judge.local import (  # noqa: E402
 )
 from grounded_agent.grounding.judge.reading import (  # noqa: E402
     judged_pairs,
+    quoted_claims,
     quoted_sentences,
     read,
 )
@@ -183,6 +182,13 @@ async def collect(eval_set: EvalSet, questions: Sequence[EvalQuestion], judge: L
     return rows
 
 
+def source_of(name: str, squad: EvalSet) -> EvalSet:
+    """The evaluation set a replayed set's rows come from, by the set's name."""
+    if name.startswith("squad"):
+        return squad
+    return load_blind_kb(BLIND / name) if name.startswith("blind_") else load_kb_dir(KBS / name)
+
+
 async def refresh(eval_set: EvalSet, rows: list[Row], judge: LocalJudge) -> int:
     """Bring rows replayed before quoted-first reading up to date: read again, in place, each
     answer whose quoted sentences the judge then left unread (it read only the trained judge's
@@ -274,9 +280,7 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
     if args.refresh:
         for split, sets in (("tune", tune), ("test", test)):
             for name, rows in sets.items():
-                source = (squad if name.startswith("squad") else
-                          load_blind_kb(BLIND / name) if name.startswith("blind_") else
-                          load_kb_dir(KBS / name))
+                source = source_of(name, squad)
                 again = await refresh(source, rows, judge)
                 print(f"{split} {name}: {again} of {len(rows)} read again", file=sys.stderr,
                       flush=True)
@@ -375,10 +379,7 @@ async def replay(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
 def quoted_passages(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
     """(title, text) of each passage the offline answer quotes from, in the answer's order."""
-    found = list(evidence)
-    claims, _ = split_claims(extractive_draft(question, found), found)
-    marks = dict.fromkeys(c.markers[0] for c in claims if c.markers and c.markers[0] <= len(found))
-    return [(found[i - 1].title, found[i - 1].text) for i in marks]
+    return list(dict.fromkeys((f.title, f.text) for f, _ in quoted_claims(question, evidence) if f))
 
 
 def as_passage(rows: list[Row]) -> list[Row]:
@@ -403,9 +404,7 @@ async def passages(args: argparse.Namespace, url: str) -> dict[str, Any]:
         for name, rows in sets.items():
             if all("pj" in r or not r["answers"] or "error" in r for r in rows):
                 continue
-            source = (squad if name.startswith("squad") else
-                      load_blind_kb(BLIND / name) if name.startswith("blind_") else
-                      load_kb_dir(KBS / name))
+            source = source_of(name, squad)
             by_id = {r["id"]: r for r in rows}
             wanted = [q for q in source.questions if q.id in by_id]
             async for q, usable, answers, right in cal.first_attempts(source, wanted, ctx):

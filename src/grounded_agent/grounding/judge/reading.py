@@ -31,16 +31,21 @@ class Reading:
     best: float
 
 
-def quoted_sentences(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
-    """(title, sentence) of each sentence the offline answer would quote, read by the same claim
-    parser as every draft."""
+def quoted_claims(question: str, evidence: Sequence[Finding]) -> list[tuple[Finding | None, str]]:
+    """Each sentence the offline answer would quote, read by the same claim parser as every
+    draft, with the passage it cites (None where it cites none of `evidence`)."""
     found = list(evidence)
     claims, _ = split_claims(extractive_draft(question, found), found)
     return [
-        (found[c.markers[0] - 1].title if c.markers and c.markers[0] <= len(found) else "", c.text)
+        (found[c.markers[0] - 1] if c.markers and c.markers[0] <= len(found) else None, c.text)
         for c in claims
         if c.text.strip()
     ]
+
+
+def quoted_sentences(question: str, evidence: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(title, sentence) of each sentence the offline answer would quote."""
+    return [(f.title if f else "", text) for f, text in quoted_claims(question, evidence)]
 
 
 def candidate_sentences(evidence: Sequence[Finding]) -> list[tuple[str, str]]:
