@@ -63,17 +63,20 @@ from evals.harness import ingested  # noqa: E402
 from evals.splits import kb_half, select  # noqa: E402
 from grounded_agent.context import Context  # noqa: E402
 from grounded_agent.grounding.judge import SentenceJudge, load_judge  # noqa: E402
-from grounded_agent.grounding.judge.reading import read  # noqa: E402
-from grounded_agent.grounding.scoring import signals  # noqa: E402
+from grounded_agent.grounding.judge.gate import (  # noqa: E402
+    FEATURES,
+    GATE,
+    LOCAL_FEATURES,
+    LocalGate,
+    agent_signals,
+    first_attempt,
+    local_signals,
+)
 
 sys.path.insert(0, str(ROOT / "scripts"))
 CALIBRATE: Any = importlib.import_module("calibrate_judge")
 TRAIN: Any = importlib.import_module("train_judge")  # scripts/, beside benchmarks/
 LOCAL: Any = importlib.import_module("bench_local_judge")
-FEATURES = ("relevance", "top_gap", "coverage", "top_coverage", "missing_names", "local_verdict",
-            "judge_quoted", "judge_best", "judge_lead", "agent_answers")
-LOCAL_FEATURES = ("local_judge_quoted", "local_judge_best", "local_judge_lead")
-"""With --local-url: the 1.5B local judge's reading of the same sentences (issue 47)."""
 Row = dict[str, Any]
 
 
@@ -84,7 +87,6 @@ async def collect(
     """Per question: its kind, whether the ungated extract is right, and every signal."""
     judge = load_judge()
     width = len(FEATURES) + (len(LOCAL_FEATURES) if local else 0)
-    manifest = judge.manifest
     rows: list[Row] = []
     async with ingested(eval_set) as store:
         for q in questions:
@@ -93,24 +95,14 @@ async def collect(
                         "answers": False, "right": False, "x": [0.0] * width}
             if found:
                 row["answers"], row["right"] = CALIBRATE.graded(q, found)
-                usable, conf, verdict = CALIBRATE.first_attempt(q.question, found, ctx)
-                s = signals(q.question, found)
-                reading = read(q.question, found, judge)
-                # the agent reads only the passages it kept
-                kept = read(q.question, usable, judge) if verdict else reading
-                agent = (verdict and kept.quoted >= manifest.veto
-                         and kept.best - kept.quoted <= manifest.margin)
-                gap = found[0].score - (found[1].score if len(found) > 1 else 0.0)
-                row["x"] = [s.best_score, gap, s.coverage, s.top_coverage, float(bool(s.missing)),
-                            float(conf.can_answer), reading.quoted, reading.best,
-                            reading.best - reading.quoted, float(agent)]
+                row["x"], agent = agent_signals(q.question, found, ctx, judge)
                 if local and row["answers"]:  # where no extract answers, no gate decides
-                    theirs = read(q.question, found, local)
-                    row["x"] += [theirs.quoted, theirs.best, theirs.best - theirs.quoted]
+                    row["x"] += local_signals(q.question, found, local)
                 elif local:
                     row["x"] += [0.0] * len(LOCAL_FEATURES)
                 row["agent"] = agent
                 if agent:  # the agent quotes from the passages it kept, which may differ
+                    usable, _, _ = first_attempt(q.question, found, ctx)
                     row["agent_right"] = CALIBRATE.graded(q, usable)[1]
             rows.append(row)
     return rows
@@ -248,8 +240,10 @@ def rates(t: dict[str, float]) -> str:
     return f"{t['right']:5.1f} / {t['wrong']:4.1f}%, near-miss {near}%, out-of-KB {t['out_of_kb']:.1f}%"
 
 
-def fitted_on_tuning(tune: dict[str, list[Row]], test: dict[str, list[Row]]) -> None:
-    """The gate fitted and cut on tuning data, against the agent's gate on both."""
+def fitted_on_tuning(tune: dict[str, list[Row]], test: dict[str, list[Row]]
+                     ) -> tuple[Gate, float, bool]:
+    """The gate fitted and cut on tuning data, against the agent's gate on both; the gate, its
+    cut-off, and whether the cut-off met the rule (no tuning set below the agent's gate)."""
     gate = Gate([r for rows in tune.values() for r in rows])
 
     def answered(rows: list[Row], cut: float) -> list[bool]:
@@ -282,6 +276,35 @@ def fitted_on_tuning(tune: dict[str, list[Row]], test: dict[str, list[Row]]) -> 
                   f"{rates(tally(rows, theirs, 'agent_right'))}")
             print(f"  {'':22s} {'':6s} fitted {credited(rows, mine):+.3f} "
                   f"{rates(tally(rows, mine))}")
+    return gate, cut, bool(safe)
+
+
+def shipped_gate(gate: Gate, cut: float, tune: dict[str, list[Row]]) -> dict[str, Any]:
+    """The gate as grounding/judge/local_gate.json keeps it (LocalGate), with how it was made."""
+    names = (*FEATURES, *LOCAL_FEATURES)
+    if len(gate.w) != len(names) + 1:
+        raise ValueError("only a gate over the local judge's signals too is shipped")
+    local = LocalGate(features=names, mean=tuple(map(float, gate.mu)),
+                      scale=tuple(map(float, gate.sd)), weights=tuple(map(float, gate.w[:-1])),
+                      intercept=float(gate.w[-1]), cut=float(cut))
+    return {
+        "features": list(local.features), "mean": list(local.mean), "scale": list(local.scale),
+        "weights": list(local.weights), "intercept": local.intercept, "cut": local.cut,
+        "model": LOCAL.local_manifest().raw.get("model", ""),
+        "fitted_on": {name: len(rows) for name, rows in sorted(tune.items())},
+        "rule": GATE_RULE,
+    }
+
+
+GATE_RULE = (
+    "Fixed before the run (issue 47, 2026-12-07): benchmarks/bench_gate_ceiling.py --per-kind 50 "
+    "--local-url replays the offline first attempt with no gate on the tuning data only (SQuAD and "
+    "swapped SQuAD tune articles, 50 per kind; the tuning half of the six project KBs by "
+    "evals.splits.kb_half), fits a logistic regression of 'the extract is right' on the "
+    "standardised signals (FEATURES, then LOCAL_FEATURES; gradient descent, 4000 steps, L2 1e-3, "
+    "each set weighing the same), and takes the cut-off in 0.05..0.95 (step 0.01) with the largest "
+    "mean credited gain over the agent's own gate among those under which no tuning set loses "
+    "(calibrate_judge.py's rule; ties: the lower cut-off). Held-out sets only report.")
 
 
 def dump(path: Path, rows: list[Row]) -> None:
@@ -336,6 +359,9 @@ def main() -> int:
     parser.add_argument("--squad-seed", type=int, action="append", default=[],
                         help="with --load: add the held-out SQuAD sample of this seed (as "
                         "`python -m evals` draws it, --per-kind per kind) to the loaded rows")
+    parser.add_argument("--write-gate", action="store_true",
+                        help="with --local-url or --load of rows that have them: write the gate "
+                        "fitted on the tuning rows to grounding/judge/local_gate.json")
     parser.add_argument("--blind", action="store_true",
                         help="with --load: add the blind KBs held out (tests/data/blind_kb, "
                         "blind_kb2) to the loaded rows")
@@ -374,7 +400,14 @@ def main() -> int:
         fitted_on_tuning({n: base_only(r) for n, r in tune.items()},
                          {n: base_only(r) for n, r in test.items()})
         print("\n== With the local judge's signals")
-    fitted_on_tuning(tune, test)
+    gate, cut, kept = fitted_on_tuning(tune, test)
+    if args.write_gate:
+        if not kept:
+            print("no cut-off met the rule: no gate written")
+            return 1
+        GATE.write_text(json.dumps(shipped_gate(gate, cut, tune), indent=2) + "\n",
+                        encoding="utf-8")
+        print(f"wrote {GATE}")
     return 0
 
 

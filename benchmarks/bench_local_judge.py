@@ -73,7 +73,7 @@ from evals.data import (  # noqa: E402
 from evals.grading import Graded  # noqa: E402
 from evals.harness import arun_sample, ingested  # noqa: E402
 from evals.splits import Split, kb_half, select  # noqa: E402
-from grounded_agent.context import Context  # noqa: E402
+from grounded_agent.context import LOCAL_JUDGE_RULES, Context  # noqa: E402
 from grounded_agent.grounding.judge import load_judge  # noqa: E402
 from grounded_agent.grounding.judge.local import (  # noqa: E402
     CUTOFFS,
@@ -518,7 +518,7 @@ class JudgedBy(logging.Handler):
         except ValueError:
             return
         who = str(line.get("judged_by") or "") if line.get("node") == "score_confidence" else ""
-        self.decided += who.startswith("local judge decided")
+        self.decided += who.startswith(("local judge decided", "local gate decided"))
         self.fell_back += who.startswith("local judge unavailable")
 
 
@@ -546,7 +546,7 @@ async def agent(args: argparse.Namespace, url: str) -> dict[str, Any]:
     from grounded_agent.graph.builder import build_graph
 
     ways: dict[str, dict[str, Any]] = {"none": {"judge_veto": 0.0, "judge_margin": 1.0}, "shipped": {},
-            "local": {"local_judge_url": url}}
+            "local": {"local_judge_url": url, "local_judge_rule": args.rule}}
     squad = load_eval_set(cal.SQUAD / "questions.jsonl", cal.SQUAD / "kb_corpus.jsonl")
     sets: list[tuple[str, EvalSet, list[EvalQuestion]]] = [
         (f"squad (test articles, {args.squad_per_kind} per kind, seed {args.seed})", squad,
@@ -614,6 +614,8 @@ def main() -> int:
     p_agent = sub.add_parser("agent", help="the offline graph with no, shipped and local judge")
     p_agent.add_argument("--squad-per-kind", type=int, default=100)
     p_agent.add_argument("--seed", type=int, default=0)
+    p_agent.add_argument("--rule", choices=LOCAL_JUDGE_RULES, default="gate",
+                         help="how the local judge decides (Context.local_judge_rule)")
     p_agent.add_argument("--kb", action="append", default=[],
                          help="only this project KB (repeatable; --squad-per-kind 0: no SQuAD)")
     p_pass = sub.add_parser("passages", help="whole passages read instead of sentences")

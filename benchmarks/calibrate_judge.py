@@ -41,9 +41,9 @@ from grounded_agent.context import Context
 from grounded_agent.grounding.citations import check_answer
 from grounded_agent.grounding.extractive import extractive_draft
 from grounded_agent.grounding.judge import MODEL_DIR, load_judge
+from grounded_agent.grounding.judge.gate import first_attempt
 from grounded_agent.grounding.judge.reading import read
-from grounded_agent.grounding.scoring import decisive, local_confidence
-from grounded_agent.schemas import Confidence, Finding
+from grounded_agent.schemas import Finding
 
 SQUAD = Path(os.environ.get("GROUNDED_AGENT_EVAL_DATA", "../shared/eval/squad"))
 KBS = Path("benchmarks/kbs")
@@ -56,16 +56,6 @@ MARGINS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 Cut = tuple[float, float]
 OFF: Cut = (0.0, 1.0)
 Row = dict[str, Any]
-
-
-def first_attempt(question: str, found: list[Finding], ctx: Context
-                  ) -> tuple[list[Finding], Confidence, bool]:
-    """What the offline agent keeps of a search, its local verdict, and whether it answers."""
-    usable = [f for f in found if f.score >= ctx.low_threshold]
-    verdict = decisive(question, usable, ctx.found_threshold, ctx.low_threshold)
-    conf = verdict[0] if verdict else local_confidence(
-        question, usable, ctx.found_threshold, ctx.low_threshold)
-    return usable, conf, bool(usable) and conf.can_answer and conf.level in ("HIGH", "MEDIUM")
 
 
 def graded(q: EvalQuestion, evidence: list[Finding]) -> tuple[bool, bool]:

@@ -92,6 +92,8 @@ def checked_sources(value: list[str] | None, known: Sequence[str]) -> list[str] 
 
 FLAGGED_DOCUMENTS = ("exclude", "include")
 """What a run does with documents the ingest-time screening flagged (screening.py)."""
+LOCAL_JUDGE_RULES = ("gate", "veto")
+"""How an opt-in local judge decides (Context.local_judge_rule)."""
 
 
 def _env(name: str, default: str) -> str:
@@ -370,6 +372,16 @@ class Context:
             "judge decides (GROUNDED_AGENT_LOCAL_JUDGE_TIMEOUT_S)."
         },
     )
+    local_judge_rule: str = field(
+        default_factory=lambda: _env("GROUNDED_AGENT_LOCAL_JUDGE_RULE", "gate").strip().lower(),
+        metadata={
+            "description": "How the local judge decides: 'gate' (the default), a gate fitted on "
+            "the tuning data over the agent's own signals and the local judge's reading, on the "
+            "extract of every passage found (grounding/judge/local_gate.json); 'veto', the local "
+            "judge's veto and margin over the sentences the rules quote "
+            "(GROUNDED_AGENT_LOCAL_JUDGE_RULE)."
+        },
+    )
     local_judge_veto: float | None = field(
         default=None,
         metadata={
@@ -413,6 +425,11 @@ class Context:
         for name in ("time_budget_s", "model_timeout_s"):
             if not float(getattr(self, name)) > 0:  # also refuses nan
                 raise ValueError(f"{name} must be above 0")
+        if self.local_judge_rule not in LOCAL_JUDGE_RULES:
+            raise ValueError(
+                f"local_judge_rule must be one of {', '.join(LOCAL_JUDGE_RULES)}, "
+                f"not {str(self.local_judge_rule)[:40]!r}"
+            )
         if self.flagged_documents not in FLAGGED_DOCUMENTS:
             raise ValueError(
                 f"flagged_documents must be one of {', '.join(FLAGGED_DOCUMENTS)}, "

@@ -78,3 +78,23 @@ def test_the_weights_are_named_by_signal_and_the_intercept_apart() -> None:
     assert named[-1].startswith("intercept ") and not any("local_judge" in n for n in named)
     wider = [{**r, "x": r["x"] + [0.0] * len(BENCH.LOCAL_FEATURES)} for r in rows]
     assert BENCH.weights(BENCH.Gate(wider)).split(", ")[-2].startswith("local_judge_lead ")
+
+
+def test_the_shipped_gate_gives_the_fitted_gates_probabilities() -> None:
+    """What --write-gate ships (LocalGate, read by the agent) is the gate the benchmark measured:
+    the same probability for every row, and the same cut-off."""
+    import random
+
+    rng = random.Random(3)
+    width = len(BENCH.FEATURES) + len(BENCH.LOCAL_FEATURES)
+    rows = [{"set": f"s{i % 3}", "kind": "answerable", "answers": True, "right": rng.random() < 0.5,
+             "x": [rng.random() for _ in range(width)]} for i in range(60)]
+    gate = BENCH.Gate(rows, steps=200)
+    shipped = BENCH.shipped_gate(gate, 0.55, {"s0": rows[:20]})
+    local = BENCH.LocalGate.from_dict(shipped)
+    assert local.cut == 0.55 and shipped["fitted_on"] == {"s0": 20} and "Fixed before" in shipped["rule"]
+    fitted = gate.prob(rows)
+    assert [round(local.prob(r["x"]), 12) for r in rows] == [round(float(p), 12) for p in fitted]
+    # a gate over the agent's signals alone is not what the agent reads
+    with pytest.raises(ValueError, match="local judge's signals"):
+        BENCH.shipped_gate(BENCH.Gate(BENCH.base_only(rows), steps=10), 0.5, {})

@@ -30,6 +30,8 @@ QUESTION = "How many days can I borrow a book for?"
 ANSWER = "Books can be borrowed for 21 days."
 LIST = "Members can borrow books, DVDs and board games."
 LOANS = finding(source_id="loans", title="Borrowing", score=0.9, text=f"{LIST} {ANSWER}")
+FEES = finding(source_id="fees", title="Late fees", score=0.85,
+               text="A book returned late costs 20 cents a day. Fees are paid at the desk.")
 
 
 def reply(p_yes: float, extra: tuple[tuple[str, float], ...] = ()) -> dict[str, Any]:
@@ -51,8 +53,8 @@ def ctx(**kw: Any) -> Context:
     return Context(sources=["knowledge_base"], choose_one_source=True, **kw)
 
 
-def graph(model: Any = None) -> Any:
-    kb = ScriptedSource("knowledge_base", [found("knowledge_base", LOANS)])
+def graph(model: Any = None, *more: Any) -> Any:
+    kb = ScriptedSource("knowledge_base", [found("knowledge_base", LOANS, *more)])
     return build_graph(chat_model=model, tools={"knowledge_base": kb.tool()})
 
 
@@ -143,6 +145,16 @@ def test_settings_are_checked() -> None:
     assert 0.0 <= local_manifest().veto <= 1.0 and 0.0 <= local_manifest().margin <= 1.0
 
 
+def test_the_rule_is_checked_and_comes_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Context().local_judge_rule == "gate"
+    monkeypatch.setenv("GROUNDED_AGENT_LOCAL_JUDGE_RULE", " Veto ")
+    assert Context().local_judge_rule == "veto"
+    monkeypatch.setenv("GROUNDED_AGENT_LOCAL_JUDGE_RULE", "vote")
+    with pytest.raises(ValueError, match="local_judge_rule must be one of gate, veto"):
+        Context()
+
+
 def test_the_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GROUNDED_AGENT_LOCAL_JUDGE_URL", URL)
     assert Context().local_judge_url == URL
@@ -153,28 +165,49 @@ def test_the_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 async def test_offline_the_local_judge_decides_in_the_trained_judges_place(
         server: respx.Router) -> None:
     route = server.post("/completion").mock(return_value=httpx.Response(200, json=reply(0.02)))
-    said_no = await aask(QUESTION, graph=graph(), context=ctx(local_judge_url=URL))
+    said_no = await aask(QUESTION, graph=graph(),
+                         context=ctx(local_judge_url=URL, local_judge_rule="veto"))
     assert route.called and said_no.status == "not_found" and said_no.citations == []
     assert "local judge finds" in score_confidence_detail(said_no)
     # the trained judge would refuse this one (veto 0.99); a local "yes" lets it stand
     route.mock(return_value=httpx.Response(200, json=reply(0.97)))
-    said_yes = await aask(QUESTION, graph=graph(),
-                          context=ctx(local_judge_url=URL, judge_veto=0.99))
+    said_yes = await aask(QUESTION, graph=graph(), context=ctx(
+        local_judge_url=URL, local_judge_rule="veto", judge_veto=0.99))
     assert said_yes.status == "answered" and "21 days" in said_yes.answer
     assert "local judge decided" in score_confidence_detail(said_yes)
 
 
+async def test_the_local_gate_decides_on_the_extract_by_the_local_judges_reading(
+        server: respx.Router) -> None:
+    """The default rule: the gate shipped beside the local judge (local_gate.json) decides; the
+    same evidence is answered or refused by what the local judge reads, whatever the trained
+    judge's veto (a search finds more than one passage, as a knowledge base's does)."""
+    route = server.post("/completion").mock(return_value=httpx.Response(200, json=reply(0.02)))
+    said_no = await aask(QUESTION, graph=graph(None, FEES), context=ctx(local_judge_url=URL))
+    assert route.called and said_no.status == "not_found" and said_no.citations == []
+    assert "local gate doubts" in score_confidence_detail(said_no)
+    assert "local gate decided" in score_confidence_detail(said_no)
+    route.mock(return_value=httpx.Response(200, json=reply(0.97)))
+    said_yes = await aask(QUESTION, graph=graph(None, FEES),
+                          context=ctx(local_judge_url=URL, judge_veto=0.99))
+    assert said_yes.status == "answered" and "21 days" in said_yes.answer
+    assert "local gate finds" in score_confidence_detail(said_yes)
+
+
+@pytest.mark.parametrize("rule", ["gate", "veto"])
 @pytest.mark.parametrize("failure", [httpx.ConnectError("refused"), httpx.ReadTimeout("slow")])
 async def test_a_judge_that_is_down_gives_the_trained_judges_outcome_either_way(
-        server: respx.Router, failure: Exception, caplog: pytest.LogCaptureFixture) -> None:
+        server: respx.Router, failure: Exception, rule: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """Negative control: were an unreachable judge read as "no", the first run would abstain;
     read as "yes", the second would answer. Each gives what the trained judge alone gives."""
     caplog.set_level(logging.INFO, logger="grounded_agent.decisions")
-    server.post("/completion").mock(side_effect=failure)
+    route = server.post("/completion").mock(side_effect=failure)
     for veto, status in ((0.0, "answered"), (0.99, "not_found")):
         alone = await aask(QUESTION, graph=graph(), context=ctx(judge_veto=veto))
         assert alone.status == status
-        down = await aask(QUESTION, graph=graph(), context=ctx(local_judge_url=URL, judge_veto=veto))
+        down = await aask(QUESTION, graph=graph(), context=ctx(
+            local_judge_url=URL, local_judge_rule=rule, judge_veto=veto))
         assert down.status == alone.status and down.answer == alone.answer
         assert "local judge unavailable" in score_confidence_detail(down)
         assert "trained judge decided" in score_confidence_detail(down)
@@ -184,6 +217,8 @@ async def test_a_judge_that_is_down_gives_the_trained_judges_outcome_either_way(
     fell_back = [x["judged_by"] for x in lines if x["node"] == "score_confidence"
                  and "judged_by" in x]
     assert len(fell_back) == 2 and all("unavailable" in w for w in fell_back)
+    # asked once per question: a judge that failed is not asked again by the other rule
+    assert route.call_count == 2
 
 
 async def test_the_default_offline_mode_and_llm_mode_ask_no_local_judge(

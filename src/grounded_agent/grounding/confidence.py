@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from grounded_agent.context import Context
 from grounded_agent.grounding.extractive import extractive_draft
 from grounded_agent.grounding.judge import Judge, SentenceJudge
+from grounded_agent.grounding.judge.gate import LocalGate, gate_verdict, load_gate
 from grounded_agent.grounding.judge.local import LocalJudgeUnavailable
 from grounded_agent.grounding.judge.reading import judge_veto
 from grounded_agent.grounding.scoring import local_confidence
@@ -28,6 +29,8 @@ class LocalJudgement:
     get_local_judge: Callable[[], SentenceJudge | None] | None = None
     """Offline, opt-in: the local judge that decides in the trained judge's place (None, or a
     factory returning None: the trained judge alone)."""
+    get_gate: Callable[[], LocalGate] = load_gate
+    """The local judge's gate (Context.local_judge_rule 'gate'): the shipped one by default."""
     extract: str = field(init=False)
     judged_by: str = field(init=False, default="")
     """For the trail: which judge decided the last `vetted`, and why where it fell back."""
@@ -35,11 +38,34 @@ class LocalJudgement:
     def __post_init__(self) -> None:
         self.extract = extractive_draft(self.question, self.evidence)
 
+    def gated(self) -> Confidence | None:
+        """The local gate's verdict on the extract of every passage found, where the run asks
+        for a local judge with the rule 'gate' and the extract cites a passage; None otherwise,
+        and where the local judge fails (the trail says so): the trained judge's path decides."""
+        if self.get_local_judge is None or self.ctx.local_judge_rule != "gate":
+            return None
+        local = self.get_local_judge()
+        if local is None:
+            return None
+        try:
+            out = gate_verdict(self.question, self.evidence, self.ctx, self.get_judge(), local,
+                               self.get_gate())
+        except LocalJudgeUnavailable as exc:
+            self.judged_by = f"local judge unavailable ({exc}): the trained judge decided"
+            return None
+        if out is not None:
+            read = getattr(local, "read_last", None)
+            self.judged_by = ("local gate decided" if read is None
+                              else f"local gate decided ({read} sentences read)")
+        return out
+
     def vetted(self, conf: Confidence, among: list[Finding]) -> Confidence:
         """`conf` unless a judge doubts the sentences its answer would quote: the local judge
-        with its own cut-offs where there is one and it answers, else the trained judge with the
-        run's (a local judge that fails gives the trained judge's outcome, never its own)."""
-        local = self.get_local_judge() if self.get_local_judge is not None else None
+        with its own cut-offs where there is one, its rule is 'veto' and it answers, else the
+        trained judge with the run's (a local judge that fails gives the trained judge's outcome,
+        never its own)."""
+        asks = self.get_local_judge is not None and self.ctx.local_judge_rule == "veto"
+        local = self.get_local_judge() if asks and self.get_local_judge is not None else None
         if local is not None and conf.can_answer:
             try:
                 out = judge_veto(self.question, among, conf, local)

@@ -35,6 +35,9 @@ async def score_confidence(
     local_judge = None if model is not None else (lambda: deps.get_local_judge(ctx))
     local = LocalJudgement(question, evidence, ctx, deps.get_judge, local_judge)
     draft = Draft(extract=local.extract)  # the draft without a model quotes the same sentences
+    gated = local.gated()  # offline with a local judge whose rule is 'gate': it decides alone
+    if gated is not None:
+        return _done(state, gated, _by(gated.reason, local), "local_gate", draft, local)
     verdict = decisive(question, evidence, ctx.found_threshold, ctx.low_threshold)
     if verdict is not None:
         conf, why = verdict
