@@ -4,8 +4,10 @@ tuning data beats the agent's.
 The offline agent answers with the rules' extract of its top passages, or abstains. Every gate it
 has (relevance bands, missing names, the figure check, the judge's veto and margin) decides from a
 handful of signals of the same first attempt. This replays that attempt with no gate at all: the
-store's real search, the extract of every passage found, whether it is right (gold citation and the
-answer's words), and the signals.
+store's real search, the passages the graph's scoring step reads of it (check_grounding's evidence:
+those at or above the low relevance threshold; until 2026-12-07 every passage found, which the
+graph never reads), the extract of them, whether it is right (gold citation and the answer's
+words), and the signals (grounding/judge/gate.py, shared with the agent).
 
 1. The ceiling: on each held-out set it fits a logistic gate over all the signals together on that
    very set and sweeps its cut-off. The best it finds is what thresholds over these signals could
@@ -17,7 +19,7 @@ answer's words), and the signals.
    agent's own gate with no tuning set losing), then reported on the held-out sets.
 
     .venv/bin/python benchmarks/bench_gate_ceiling.py [--per-kind 300] [--rows FILE | --load FILE]
-        [--local-url URL]
+        [--local-url URL] [--tune-only] [--write-gate] [--squad-seed N] [--blind]
 
 With --local-url (a `scripts/local_model.py serve --model qwen2.5-coder-1.5b-instruct --judge`
 server, issue 47), the local judge reads the same sentences as the shipped one and its quoted,
@@ -72,6 +74,8 @@ from grounded_agent.grounding.judge.gate import (  # noqa: E402
     first_attempt,
     local_signals,
 )
+from grounded_agent.nodes.check_grounding import collect_evidence  # noqa: E402
+from grounded_agent.schemas import Finding, ToolOutcome  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 CALIBRATE: Any = importlib.import_module("calibrate_judge")
@@ -91,21 +95,30 @@ async def collect(
     async with ingested(eval_set) as store:
         for q in questions:
             found = await store.asearch(q.question, k=ctx.top_k)
+            evidence = graph_evidence(q.question, found, ctx)
             row: Row = {"set": name, "id": q.id, "kind": q.kind, "note": q.note,
                         "answers": False, "right": False, "x": [0.0] * width}
-            if found:
-                row["answers"], row["right"] = CALIBRATE.graded(q, found)
-                row["x"], agent = agent_signals(q.question, found, ctx, judge)
+            if evidence:  # with none usable, the graph abstains before any gate
+                row["answers"], row["right"] = CALIBRATE.graded(q, evidence)
+                row["x"], agent = agent_signals(q.question, evidence, ctx, judge)
                 if local and row["answers"]:  # where no extract answers, no gate decides
-                    row["x"] += local_signals(q.question, found, local)
+                    row["x"] += local_signals(q.question, evidence, local)
                 elif local:
                     row["x"] += [0.0] * len(LOCAL_FEATURES)
                 row["agent"] = agent
                 if agent:  # the agent quotes from the passages it kept, which may differ
-                    usable, _, _ = first_attempt(q.question, found, ctx)
+                    usable, _, _ = first_attempt(q.question, evidence, ctx)
                     row["agent_right"] = CALIBRATE.graded(q, usable)[1]
             rows.append(row)
     return rows
+
+
+def graph_evidence(question: str, found: list[Finding], ctx: Context) -> list[Finding]:
+    """What the graph's scoring step reads of a knowledge-base search: check_grounding's
+    evidence (the passages at or above the low threshold, deduplicated, in the source's order)."""
+    outcome = ToolOutcome.from_items("knowledge_base", question, found,
+                                     thresholds=ctx.thresholds, ranked=True)
+    return collect_evidence([outcome], ctx.low_threshold)
 
 
 class Gate:
@@ -298,9 +311,10 @@ def shipped_gate(gate: Gate, cut: float, tune: dict[str, list[Row]]) -> dict[str
 
 GATE_RULE = (
     "Fixed before the run (issue 47, 2026-12-07): benchmarks/bench_gate_ceiling.py --per-kind 50 "
-    "--local-url replays the offline first attempt with no gate on the tuning data only (SQuAD and "
-    "swapped SQuAD tune articles, 50 per kind; the tuning half of the six project KBs by "
-    "evals.splits.kb_half), fits a logistic regression of 'the extract is right' on the "
+    "--local-url --tune-only replays the offline first attempt with no gate on the tuning data only "
+    "(SQuAD and swapped SQuAD tune articles, 50 per kind; the tuning half of the six project KBs "
+    "by evals.splits.kb_half), over the evidence the graph's scoring step reads (check_grounding's "
+    "passages at or above the low threshold, in the store's order), fits a logistic regression of 'the extract is right' on the "
     "standardised signals (FEATURES, then LOCAL_FEATURES; gradient descent, 4000 steps, L2 1e-3, "
     "each set weighing the same), and takes the cut-off in 0.05..0.95 (step 0.01) with the largest "
     "mean credited gain over the agent's own gate among those under which no tuning set loses "
@@ -313,18 +327,23 @@ def dump(path: Path, rows: list[Row]) -> None:
             out.write(json.dumps(r) + "\n")
 
 
-async def gather(per_kind: int, local: SentenceJudge | None = None) -> list[Row]:
+async def gather(per_kind: int, local: SentenceJudge | None = None, tune_only: bool = False
+                 ) -> list[Row]:
     ctx = Context(sources=["knowledge_base"])
     squad = load_eval_set(CALIBRATE.SQUAD / "questions.jsonl", CALIBRATE.SQUAD / "kb_corpus.jsonl")
     rows: list[Row] = []
     for name, eval_set in (("squad", squad), ("squad-swapped", load_swapped_set(CALIBRATE.SQUAD))):
-        for split in ("tune", "test"):
+        for split in ("tune",) if tune_only else ("tune", "test"):
             chosen = CALIBRATE.sample(select(eval_set.questions, split), per_kind)
             rows += [{**r, "split": split} for r in await collect(name, eval_set, chosen, ctx, local)]
         print(f"{name}: read", file=sys.stderr, flush=True)
     for kb_dir in sorted(p for p in CALIBRATE.KBS.iterdir() if p.is_dir()):
         kb = load_kb_dir(kb_dir)
-        for r in await collect(kb_dir.name, kb, kb.questions, ctx, local):
+        wanted = [q for q in kb.questions if not tune_only or (
+            kb_dir.name in CALIBRATE.TUNING_KBS and kb_half(q.id) == "tune")]
+        if not wanted:
+            continue
+        for r in await collect(kb_dir.name, kb, wanted, ctx, local):
             tuned = kb_dir.name in CALIBRATE.TUNING_KBS and kb_half(r["id"]) == "tune"
             rows.append({**r, "split": "tune" if tuned else "test"})
         print(f"{kb_dir.name}: read", file=sys.stderr, flush=True)
@@ -362,6 +381,8 @@ def main() -> int:
     parser.add_argument("--write-gate", action="store_true",
                         help="with --local-url or --load of rows that have them: write the gate "
                         "fitted on the tuning rows to grounding/judge/local_gate.json")
+    parser.add_argument("--tune-only", action="store_true",
+                        help="replay the tuning data only (what --write-gate fits on)")
     parser.add_argument("--blind", action="store_true",
                         help="with --load: add the blind KBs held out (tests/data/blind_kb, "
                         "blind_kb2) to the loaded rows")
@@ -379,7 +400,7 @@ def main() -> int:
         if not CALIBRATE.SQUAD.exists():
             print(f"no evaluation data at {CALIBRATE.SQUAD} (set GROUNDED_AGENT_EVAL_DATA)")
             return 2
-        rows = asyncio.run(gather(args.per_kind, local))
+        rows = asyncio.run(gather(args.per_kind, local, args.tune_only))
     if args.rows:
         dump(args.rows, rows)
     tune: dict[str, list[Row]] = {}

@@ -6,7 +6,7 @@ GROUNDED_AGENT_LOCAL_JUDGE_URL set and no chat model.
 Skipped unless GROUNDED_AGENT_TEST_LOCAL_MODEL=1 and `make local-model` has built the server and
 assembled the 1.5B model (`make test-local` does both). What is asserted holds for any competent
 judge, not one score: a question the knowledge base answers is answered, citing the right document,
-with the local judge named in the trail; questions whose documents are related but do not state the
+with the local judge's gate named in the trail; questions whose documents are related but do not state the
 answer are not answered; and a judge URL where nothing listens gives what the trained judge alone
 gives, with the trail saying so.
 """
@@ -93,7 +93,7 @@ def test_the_local_judge_answers_what_is_stated_and_not_what_is_not(
     assert price["status"] in ANSWERED, (price["answer"], price["trail"])
     assert price["citations"] and price["citations"][0]["source_id"] == PRICE[1]
     assert PRICE[2] in price["answer"]
-    assert "local judge decided" in judged(price), price["trail"]
+    assert "local gate decided" in judged(price), price["trail"]  # the default rule
     for out in unstated:
         assert out["status"] not in ANSWERED, (out["question"], out["answer"])
     assert price["usage"]["llm_calls"] == 0  # offline: the judge is no chat model call
