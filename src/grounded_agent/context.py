@@ -377,7 +377,7 @@ class Context:
         metadata={
             "description": "How the local judge decides: 'gate' (the default), a gate fitted on "
             "the tuning data over the agent's own signals and the local judge's reading, on the "
-            "extract of every passage found (grounding/judge/local_gate.json); 'veto', the local "
+            "extract of the evidence (grounding/judge/local_gate.json); 'veto', the local "
             "judge's veto and margin over the sentences the rules quote "
             "(GROUNDED_AGENT_LOCAL_JUDGE_RULE)."
         },

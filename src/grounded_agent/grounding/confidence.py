@@ -39,7 +39,7 @@ class LocalJudgement:
         self.extract = extractive_draft(self.question, self.evidence)
 
     def gated(self) -> Confidence | None:
-        """The local gate's verdict on the extract of every passage found, where the run asks
+        """The local gate's verdict on the extract of the evidence, where the run asks
         for a local judge with the rule 'gate' and the extract cites a passage; None otherwise,
         and where the local judge fails (the trail says so): the trained judge's path decides."""
         if self.get_local_judge is None or self.ctx.local_judge_rule != "gate":

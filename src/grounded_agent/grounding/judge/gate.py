@@ -1,4 +1,4 @@
-"""The local judge's gate (issue 47): whether the offline extract of every passage found stands,
+"""The local judge's gate (issue 47): whether the offline extract of the evidence stands,
 decided by a logistic gate over the agent's own signals of its first attempt and the local judge's
 reading of the same sentences.
 
@@ -128,9 +128,9 @@ def load_gate(path: Path = GATE) -> LocalGate:
 
 def gate_verdict(question: str, found: list[Finding], ctx: Context, judge: Judge,
                  local: SentenceJudge, gate: LocalGate) -> Confidence | None:
-    """The gate's verdict on the extract of every passage found; None where that extract cites
-    nothing (no gate decides there). Raises what the local judge raises: the caller then takes
-    the trained judge's outcome."""
+    """The gate's verdict on the extract of `found` (the evidence check_grounding keeps); None
+    where that extract cites nothing (no gate decides there). Raises what the local judge raises:
+    the caller then takes the trained judge's outcome."""
     if not found or not extract_cites(question, found):
         return None
     mine, _ = agent_signals(question, found, ctx, judge)
