@@ -51,12 +51,10 @@ class LocalJudgement:
             out = gate_verdict(self.question, self.evidence, self.ctx, self.get_judge(), local,
                                self.get_gate())
         except LocalJudgeUnavailable as exc:
-            self.judged_by = f"local judge unavailable ({exc}): the trained judge decided"
+            self._fell_back(exc)
             return None
         if out is not None:
-            read = getattr(local, "read_last", None)
-            self.judged_by = ("local gate decided" if read is None
-                              else f"local gate decided ({read} sentences read)")
+            self._decided("local gate", local)
         return out
 
     def vetted(self, conf: Confidence, among: list[Finding]) -> Confidence:
@@ -64,20 +62,25 @@ class LocalJudgement:
         with its own cut-offs where there is one, its rule is 'veto' and it answers, else the
         trained judge with the run's (a local judge that fails gives the trained judge's outcome,
         never its own)."""
-        asks = self.get_local_judge is not None and self.ctx.local_judge_rule == "veto"
-        local = self.get_local_judge() if asks and self.get_local_judge is not None else None
+        local = (self.get_local_judge() if self.get_local_judge is not None
+                 and self.ctx.local_judge_rule == "veto" else None)
         if local is not None and conf.can_answer:
             try:
                 out = judge_veto(self.question, among, conf, local)
             except LocalJudgeUnavailable as exc:
-                self.judged_by = f"local judge unavailable ({exc}): the trained judge decided"
+                self._fell_back(exc)
             else:
-                read = getattr(local, "read_last", None)
-                self.judged_by = ("local judge decided" if read is None
-                                  else f"local judge decided ({read} sentences read)")
+                self._decided("local judge", local)
                 return out
         return judge_veto(self.question, among, conf, self.get_judge(), self.ctx.judge_veto,
                           self.ctx.judge_margin)
+
+    def _decided(self, who: str, local: SentenceJudge) -> None:
+        read = getattr(local, "read_last", None)
+        self.judged_by = f"{who} decided" if read is None else f"{who} decided ({read} sentences read)"
+
+    def _fell_back(self, exc: LocalJudgeUnavailable) -> None:
+        self.judged_by = f"local judge unavailable ({exc}): the trained judge decided"
 
     def verdict(self) -> Confidence:
         """The offline verdict; what reached the model only for the model to judge does not
