@@ -11,7 +11,7 @@ test articles built the same way, before and after, with a bootstrap interval of
 
     .venv/bin/python benchmarks/bench_local_lora.py [--per-class 100] [--test-per-class 60]
 
-Needs the `train` extra, `accelerate` (transformers reads GGUF files only with it), the model
+Needs the `train` extra (with `accelerate`: transformers reads GGUF files only with it), the model
 `make local-model` assembled and ../shared/eval/squad. About 9 s a training step and 3.5 s a
 scored pair on two cores, 9 GB resident. Serving it would mean converting the adapter with the
 llama.cpp source's convert_lora_to_gguf.py and `llama-server --lora`: not built.
