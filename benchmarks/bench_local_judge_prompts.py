@@ -39,7 +39,7 @@ from evals.grading import contains_answer
 from evals.splits import kb_half, select
 from grounded_agent.context import Context
 from grounded_agent.grounding.judge import load_judge
-from grounded_agent.grounding.judge.local import _data
+from grounded_agent.grounding.judge.local import judge_prompt
 from grounded_agent.grounding.judge.reading import candidate_sentences, quoted_sentences
 from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT
 
@@ -140,8 +140,7 @@ class Scorer:
 
     def p(self, variant: str, question: str, title: str, sentence: str) -> float:
         template, mode = VARIANTS[variant]
-        prompt = template.format(question=_data(question),
-                                 title=_data(title).replace('"', "'"), sentence=_data(sentence))
+        prompt = judge_prompt(template, question, title, sentence)
         key = f"{variant}:{hashlib.sha1(prompt.encode()).hexdigest()}"
         if key not in self.known:
             self.client = self.client or httpx.Client()

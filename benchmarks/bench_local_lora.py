@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import local_model  # noqa: E402
 import train_judge  # noqa: E402
 
-from grounded_agent.grounding.judge.local import _data  # noqa: E402
+from grounded_agent.grounding.judge.local import judge_prompt  # noqa: E402
 from grounded_agent.grounding.sentences import split_sentences  # noqa: E402
 from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT  # noqa: E402
 
@@ -65,9 +65,7 @@ def balanced(split: str, n: int, seed: int) -> list[Any]:
 
 def auc(scores: Any, labels: Any) -> float:
     s, y = np.asarray(scores), np.asarray(labels)
-    pos, neg = s[y == 1], s[y == 0]
-    return float(((pos[:, None] > neg[None]).sum() + 0.5 * (pos[:, None] == neg[None]).sum())
-                 / (len(pos) * len(neg)))
+    return float(train_judge.pair_order_auc(s[y == 1], s[y == 0]))
 
 
 def main() -> int:
@@ -104,9 +102,7 @@ def main() -> int:
             proj.forward = (lambda x, f=proj.forward, a=a, b=b: f(x) + 2.0 * ((x @ a) @ b))
 
     def score(pair: Any) -> Any:
-        text = LOCAL_JUDGE_PROMPT.format(question=_data(pair.question),
-                                         title=_data(pair.title).replace('"', "'"),
-                                         sentence=_data(pair.sentence))
+        text = judge_prompt(LOCAL_JUDGE_PROMPT, pair.question, pair.title, pair.sentence)
         logits = model(input_ids=torch.tensor([tok.encode(text, add_special_tokens=False)])
                        ).logits[0, -1]
         return logits[yes].logsumexp(0) - logits[no].logsumexp(0)

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import local_model  # noqa: E402
 import train_judge  # noqa: E402
 
-from grounded_agent.grounding.judge.local import _data  # noqa: E402
+from grounded_agent.grounding.judge.local import judge_prompt  # noqa: E402
 from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT  # noqa: E402
 
 SQUAD = ROOT.parent / "shared" / "eval" / "squad"
@@ -78,9 +78,7 @@ def pairs(per_class: dict[str, int], seed: int) -> dict[str, list[Pair]]:
 
 
 def prompt(p: Pair) -> str:
-    return LOCAL_JUDGE_PROMPT.format(question=_data(p["question"]),
-                                     title=_data(p["title"]).replace('"', "'"),
-                                     sentence=_data(p["text"]))
+    return judge_prompt(LOCAL_JUDGE_PROMPT, p["question"], p["title"], p["text"])
 
 
 def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -154,9 +152,7 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 3000) -> np.ndarra
 
 
 def auc(score: np.ndarray, y: np.ndarray) -> float:
-    pos, neg = score[y == 1], score[y == 0]
-    return float(((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum())
-                 / (len(pos) * len(neg)))
+    return float(train_judge.pair_order_auc(score[y == 1], score[y == 0]))
 
 
 def main() -> int:

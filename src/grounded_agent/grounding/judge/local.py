@@ -55,6 +55,12 @@ def _data(text: str) -> str:
     return text.replace("<|", "< |").replace("|>", "| >")
 
 
+def judge_prompt(template: str, question: str, title: str, sentence: str) -> str:
+    """The judge's prompt for one candidate, every slot made safe as data."""
+    return template.format(question=_data(question), title=_data(title).replace('"', "'"),
+                           sentence=_data(sentence))
+
+
 def yes_probability(reply: dict[str, Any]) -> float:
     """P(yes) / (P(yes) + P(no)) over the first generated token's top tokens ("Yes", " yes", ...
     count as yes); LocalJudgeUnavailable where neither is there or the reply has another shape."""
@@ -124,8 +130,7 @@ class LocalJudge:
         left = deadline - time.monotonic()
         if left <= 0:
             raise LocalJudgeUnavailable(f"slower than its {self.timeout_s:g} s per question")
-        prompt = self.prompt.format(question=_data(question), title=_data(title).replace('"', "'"),
-                                    sentence=_data(sentence))
+        prompt = judge_prompt(self.prompt, question, title, sentence)
         body = {"prompt": prompt, "n_predict": 1, "n_probs": TOP_TOKENS, "temperature": 0.0,
                 "cache_prompt": True}
         try:
