@@ -10,11 +10,13 @@ paragraph; scripts/train_judge.py's pairs), one pair a step, and reports the AUC
 test articles built the same way, before and after, with a bootstrap interval of the difference.
 
     .venv/bin/python benchmarks/bench_local_lora.py [--per-class 100] [--test-per-class 60]
+        [--batch 1] [--lr 2e-4] [--save adapter.gguf] [--no-eval]
 
 Needs the `train` extra (with `accelerate`: transformers reads GGUF files only with it), the model
 `make local-model` assembled and ../shared/eval/squad. About 9 s a training step and 3.5 s a
-scored pair on two cores, 9 GB resident. Serving it would mean converting the adapter with the
-llama.cpp source's convert_lora_to_gguf.py and `llama-server --lora`: not built.
+scored pair on two cores, 9 GB resident. `--save` writes the adapter as a llama.cpp LoRA GGUF (every
+100 pairs and at the end), which `llama-server --lora FILE` applies to the same model; `--no-eval`
+leaves the before/after reading to bench_local_lora_read.py, through that server.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from grounded_agent.prompts.local_judge import LOCAL_JUDGE_PROMPT  # noqa: E402
 SQUAD = ROOT.parent / "shared" / "eval" / "squad"
 MODEL = "qwen2.5-coder-1.5b-instruct"
 RANK = 8
-LR = 2e-4
+SCALE = 2.0
+"""The adapter adds SCALE * x A B; llama.cpp scales by alpha / rank, so alpha = SCALE * RANK."""
 
 
 def balanced(split: str, n: int, seed: int) -> list[Any]:
@@ -68,10 +71,32 @@ def auc(scores: Any, labels: Any) -> float:
     return float(train_judge.pair_order_auc(s[y == 1], s[y == 0]))
 
 
+def save_adapter(path: Path, adapters: list[tuple[str, Any, Any]]) -> None:
+    """Write (GGUF base tensor name, A, B) as a llama.cpp LoRA adapter: lora_a is (rank, in) and
+    lora_b is (out, rank) in numpy order, as llama-adapter.cpp checks them against the model."""
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_type(gguf.GGUFType.ADAPTER)
+    writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, SCALE * RANK)
+    for name, a, b in adapters:
+        writer.add_tensor(f"{name}.lora_a", a.detach().T.contiguous().numpy().astype(np.float32))
+        writer.add_tensor(f"{name}.lora_b", b.detach().T.contiguous().numpy().astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-class", type=int, default=100, help="training pairs per class")
     parser.add_argument("--test-per-class", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=1, help="pairs per optimiser step")
+    parser.add_argument("--lr", type=float, default=2e-4)
+    parser.add_argument("--save", type=Path, default=None, help="the adapter as a LoRA GGUF")
+    parser.add_argument("--no-eval", action="store_true", help="train (and save) only")
     args = parser.parse_args()
     if not SQUAD.is_dir():
         print(f"skipped: {SQUAD} is absent (the team's evaluation data)")
@@ -93,18 +118,19 @@ def main() -> int:
     ids = {w: tok.encode(w, add_special_tokens=False) for w in ("yes", "Yes", "no", "No")}
     yes = [v[0] for w, v in ids.items() if w.lower() == "yes" and len(v) == 1]
     no = [v[0] for w, v in ids.items() if w.lower() == "no" and len(v) == 1]
-    adapters: list[Any] = []
-    for layer in model.model.layers:
-        for proj in (layer.self_attn.q_proj, layer.self_attn.v_proj):
+    named: list[tuple[str, Any, Any]] = []
+    for i, layer in enumerate(model.model.layers):
+        for short, proj in (("q", layer.self_attn.q_proj), ("v", layer.self_attn.v_proj)):
             a = torch.nn.Parameter(torch.randn(proj.in_features, RANK) / proj.in_features ** 0.5)
             b = torch.nn.Parameter(torch.zeros(RANK, proj.out_features))
-            adapters += [a, b]
-            proj.forward = (lambda x, f=proj.forward, a=a, b=b: f(x) + 2.0 * ((x @ a) @ b))
+            named.append((f"blk.{i}.attn_{short}.weight", a, b))
+            proj.forward = (lambda x, f=proj.forward, a=a, b=b: f(x) + SCALE * ((x @ a) @ b))
+    adapters = [t for _, a, b in named for t in (a, b)]
 
     def score(pair: Any) -> Any:
         text = judge_prompt(LOCAL_JUDGE_PROMPT, pair.question, pair.title, pair.sentence)
-        logits = model(input_ids=torch.tensor([tok.encode(text, add_special_tokens=False)])
-                       ).logits[0, -1]
+        logits = model(input_ids=torch.tensor([tok.encode(text, add_special_tokens=False)]),
+                       logits_to_keep=1).logits[0, -1]
         return logits[yes].logsumexp(0) - logits[no].logsumexp(0)
 
     def evaluate(tag: str) -> list[float]:
@@ -115,19 +141,25 @@ def main() -> int:
               f"{time.perf_counter() - started:.0f} s)", flush=True)
         return scores
 
-    base = evaluate("base")
-    optimizer = torch.optim.AdamW(adapters, lr=LR, weight_decay=0.0)
+    print(f"{len(train)} training pairs, {len(test)} test pairs", flush=True)
+    base = [] if args.no_eval else evaluate("base")
+    optimizer = torch.optim.AdamW(adapters, lr=args.lr, weight_decay=0.0)
     started, losses = time.perf_counter(), []
     for i, pair in enumerate(train):
         loss = torch.nn.functional.binary_cross_entropy_with_logits(score(pair),
                                                                     torch.tensor(pair.label))
-        loss.backward()  # type: ignore[no-untyped-call]
-        optimizer.step()
-        optimizer.zero_grad()
+        (loss / args.batch).backward()
+        if (i + 1) % args.batch == 0 or i + 1 == len(train):
+            optimizer.step()
+            optimizer.zero_grad()
         losses.append(float(loss))
         if (i + 1) % 25 == 0:
-            print(f"step {i + 1}: mean loss (last 25) {np.mean(losses[-25:]):.3f}, "
-                  f"{(time.perf_counter() - started) / (i + 1):.1f} s/step", flush=True)
+            print(f"pair {i + 1}: mean loss (last 25) {np.mean(losses[-25:]):.3f}, "
+                  f"{(time.perf_counter() - started) / (i + 1):.1f} s/pair", flush=True)
+        if args.save and ((i + 1) % 100 == 0 or i + 1 == len(train)):
+            save_adapter(args.save, named)
+    if args.no_eval:
+        return 0
     tuned = evaluate("adapted")
     y = np.array([p.label for p in test])
     rng = np.random.default_rng(0)
