@@ -152,7 +152,7 @@ def main() -> int:
         if (i + 1) % args.batch == 0 or i + 1 == len(train):
             optimizer.step()
             optimizer.zero_grad()
-        losses.append(float(loss))
+        losses.append(loss.item())
         if (i + 1) % 25 == 0:
             print(f"pair {i + 1}: mean loss (last 25) {np.mean(losses[-25:]):.3f}, "
                   f"{(time.perf_counter() - started) / (i + 1):.1f} s/pair", flush=True)
