@@ -4,6 +4,7 @@ checks it (llama-adapter.cpp), with the scale the training used."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ def test_saved_adapter_has_llama_cpp_layout_and_scale(tmp_path: Path) -> None:
     BENCH.save_adapter(path, [("blk.0.attn_v.weight", a, b)])
     reader = gguf.GGUFReader(str(path))
 
-    def field(key: str) -> object:
+    def field(key: str) -> Any:
         f = reader.fields[key]
         value = f.parts[f.data[0]]
         return bytes(value).decode() if f.types[0] == gguf.GGUFValueType.STRING else value[0]
