@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import bench_local_probe  # noqa: E402
 import local_model  # noqa: E402
 import train_judge  # noqa: E402
 
@@ -161,15 +162,9 @@ def main() -> int:
     if args.no_eval:
         return 0
     tuned = evaluate("adapted")
-    y = np.array([p.label for p in test])
-    rng = np.random.default_rng(0)
-    diffs = []
-    for _ in range(1000):
-        k = rng.integers(0, len(y), len(y))
-        if 0 < y[k].sum() < len(k):
-            diffs.append(auc(np.array(tuned)[k], y[k]) - auc(np.array(base)[k], y[k]))
-    print(f"difference 95% interval {np.percentile(diffs, 2.5):+.3f} to "
-          f"{np.percentile(diffs, 97.5):+.3f}")
+    lo, hi = bench_local_probe.auc_difference(np.array(tuned), np.array(base),
+                                              np.array([p.label for p in test]))
+    print(f"difference 95% interval {lo:+.3f} to {hi:+.3f}")
     return 0
 
 

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_local_lora  # noqa: E402
+import bench_local_probe  # noqa: E402
 import local_model  # noqa: E402
 
 from grounded_agent.grounding.judge.local import (  # noqa: E402
@@ -46,19 +47,7 @@ def start(adapter: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     cmd = [str(local_model.server_binary()), "-m", str(local_model.model_path(bench_local_lora.MODEL)),
            "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1", "-t", "2",
            "-lm", "none", "-cram", "0", "--no-webui", "--lora", str(adapter)]
-    proc = subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"llama-server exited ({proc.returncode}); see {log}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    proc.terminate()
-    sys.exit("llama-server was not ready within 300 s")
+    return bench_local_probe.launch(cmd, port, log)
 
 
 def main() -> int:
@@ -93,14 +82,8 @@ def main() -> int:
     print(f"{len(test)} test-article sentence pairs, "
           f"{(time.perf_counter() - started) / (2 * len(test)):.2f} s a reading")
     print(f"AUC adapter off {auc(base, y):.3f}, on {auc(tuned, y):.3f}")
-    rng = np.random.default_rng(0)
-    diffs = []
-    for _ in range(2000):
-        k = rng.integers(0, len(y), len(y))
-        if 0 < y[k].sum() < len(k):
-            diffs.append(auc(tuned[k], y[k]) - auc(base[k], y[k]))
-    print(f"difference 95% interval {np.percentile(diffs, 2.5):+.3f} to "
-          f"{np.percentile(diffs, 97.5):+.3f}")
+    lo, hi = bench_local_probe.auc_difference(tuned, base, y, draws=2000)
+    print(f"difference 95% interval {lo:+.3f} to {hi:+.3f}")
     return 0
 
 

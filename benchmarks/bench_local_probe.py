@@ -86,6 +86,11 @@ def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
            "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1", "-t", "2",
            "--embeddings", "--pooling", "last", "--embd-normalize", "-1", "-lm", "none",
            "--no-webui"]
+    return launch(cmd, port, log)
+
+
+def launch(cmd: list[str], port: int, log: Path) -> subprocess.Popen[bytes]:
+    """Start a llama-server and wait for its /health; exit with the log's place if it fails."""
     proc = subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -155,6 +160,19 @@ def auc(score: np.ndarray, y: np.ndarray) -> float:
     return float(train_judge.pair_order_auc(score[y == 1], score[y == 0]))
 
 
+def auc_difference(a: np.ndarray, b: np.ndarray, y: np.ndarray, draws: int = 1000
+                   ) -> tuple[float, float]:
+    """95% paired bootstrap interval of AUC(a) - AUC(b) over the same pairs."""
+    rng = np.random.default_rng(0)
+    diffs = []
+    for _ in range(draws):
+        k = rng.integers(0, len(y), len(y))
+        if 0 < y[k].sum() < len(k):
+            diffs.append(auc(a[k], y[k]) - auc(b[k], y[k]))
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-class", type=int, default=250, help="train pairs per class")
@@ -211,13 +229,7 @@ def main() -> int:
     best = max(l2s, key=lambda l2: (tuned[l2], l2))
     w = fit((xtr - mu) / sd, ytr, best)
     s_probe, s_dir = probe(xte, w), direction_score(xte, yes, no)
-    rng = np.random.default_rng(0)
-    diffs = []
-    for _ in range(1000):
-        draw = rng.integers(0, len(yte), len(yte))
-        if 0 < yte[draw].sum() < len(draw):
-            diffs.append(auc(s_probe[draw], yte[draw]) - auc(s_dir[draw], yte[draw]))
-    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    lo, hi = auc_difference(s_probe, s_dir, yte)
     print(f"pairs: train {len(ytr)}, tune {len(ytu)}, test {len(yte)} (half answerable)")
     print("L2 on the tune articles (read-out AUC): "
           + ", ".join(f"{k:g} {v:.3f}" for k, v in tuned.items()) + f"; chosen {best:g}")

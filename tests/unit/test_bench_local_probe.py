@@ -39,3 +39,14 @@ def test_read_out_learns_a_separable_direction_and_l2_shrinks_it() -> None:
     assert abs(w[3]) == max(abs(w[:-1]))
     assert BENCH.auc(x @ w[:-1], y) > 0.99
     assert abs(BENCH.fit(x, y, l2=1.0)[3]) < abs(w[3])
+
+
+def test_auc_difference_is_paired_and_signed() -> None:
+    rng = np.random.default_rng(3)
+    y = np.r_[np.ones(60), np.zeros(60)]
+    noise = rng.normal(size=120)
+    better, worse = y + 0.3 * noise, y + 3.0 * noise
+    lo, hi = BENCH.auc_difference(better, worse, y)
+    assert 0 < lo <= hi
+    assert BENCH.auc_difference(worse, better, y)[1] < 0
+    assert BENCH.auc_difference(worse, worse, y) == (0.0, 0.0)
