@@ -1,19 +1,20 @@
-"""A pilot for issue 47's last lever: does a small LoRA adapter, trained here on the judge's train
-articles, raise the 1.5B judge's AUC on sentence pairs of its test articles? Not shipped.
+"""Issue 47's last lever: does a small LoRA adapter, trained here on the judge's train articles,
+raise the 1.5B judge's AUC on sentence pairs of its test articles? Not shipped.
 
 The judge reads, with the shipped prompt (prompts/local_judge.py), whether a sentence states the
 answer; its score is the log-odds of yes against no for the first token. This dequantises the
 1.5B model from its GGUF into torch (fp32), adds rank-8 adapters to every layer's query and value
 projections, trains them on balanced SQuAD 2.0 sentence pairs of the judge's train articles (the
 answer's sentence against the closest sentence of an adversarial unanswerable question's own
-paragraph; scripts/train_judge.py's pairs), one pair a step, and reports the AUC on pairs of the
-test articles built the same way, before and after, with a bootstrap interval of the difference.
+paragraph; scripts/train_judge.py's pairs), `--batch` pairs a step, and reports the AUC on pairs
+of the test articles built the same way, before and after, with a bootstrap interval of the
+difference.
 
     .venv/bin/python benchmarks/bench_local_lora.py [--per-class 100] [--test-per-class 60]
         [--batch 1] [--lr 2e-4] [--save adapter.gguf] [--no-eval]
 
 Needs the `train` extra (with `accelerate`: transformers reads GGUF files only with it), the model
-`make local-model` assembled and ../shared/eval/squad. About 9 s a training step and 3.5 s a
+`make local-model` assembled and ../shared/eval/squad. About 6 s a training pair and 3.5 s a
 scored pair on two cores, 9 GB resident. `--save` writes the adapter as a llama.cpp LoRA GGUF (every
 100 pairs and at the end), which `llama-server --lora FILE` applies to the same model; `--no-eval`
 leaves the before/after reading to bench_local_lora_read.py, through that server.
@@ -32,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_local_probe  # noqa: E402
 import local_model  # noqa: E402
@@ -65,11 +67,6 @@ def balanced(split: str, n: int, seed: int) -> list[Any]:
     rng.shuffle(pos)
     rng.shuffle(neg)
     return pos[:n] + neg[:n]
-
-
-def auc(scores: Any, labels: Any) -> float:
-    s, y = np.asarray(scores), np.asarray(labels)
-    return float(train_judge.pair_order_auc(s[y == 1], s[y == 0]))
 
 
 def save_adapter(path: Path, adapters: list[tuple[str, Any, Any]]) -> None:
@@ -138,7 +135,8 @@ def main() -> int:
         started = time.perf_counter()
         with torch.no_grad():
             scores = [float(score(p)) for p in test]
-        print(f"{tag}: test AUC {auc(scores, [p.label for p in test]):.3f} ({len(test)} pairs, "
+        y = np.array([p.label for p in test])
+        print(f"{tag}: test AUC {bench_local_probe.auc(np.array(scores), y):.3f} ({len(test)} pairs, "
               f"{time.perf_counter() - started:.0f} s)", flush=True)
         return scores
 

@@ -78,7 +78,7 @@ def main() -> int:
         proc.terminate()
     y = np.array([p.label for p in test])
     base, tuned = np.array(scores[0.0]), np.array(scores[1.0])
-    auc = bench_local_lora.auc
+    auc = bench_local_probe.auc
     print(f"{len(test)} test-article sentence pairs, "
           f"{(time.perf_counter() - started) / (2 * len(test)):.2f} s a reading")
     print(f"AUC adapter off {auc(base, y):.3f}, on {auc(tuned, y):.3f}")
